@@ -1,0 +1,1 @@
+//! Graphs (being written)

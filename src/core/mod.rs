@@ -1,0 +1,11 @@
+//! The core of ggml: contexts, tensors, op constructors and graphs. Constructors only
+//! describe computations; backends run them.
+
+pub mod context;
+pub mod log;
+pub mod ops;
+pub mod graph;
+pub mod op;
+pub mod tensor;
+pub mod time;
+pub mod types;

@@ -1,0 +1,1 @@
+//! GGUF (being written)

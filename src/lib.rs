@@ -1,0 +1,10 @@
+//! ggml-rs: ggml 0.25.1's C API and ABI, implemented in Rust.
+//!
+//! `core` holds contexts, tensors, op constructors and graphs; `quants` the element formats;
+//! `gguf` the model file format; `ffi` is the only place that turns C pointers into Rust
+//! values and exports `extern "C"` symbols.
+
+pub mod core;
+pub mod ffi;
+pub mod gguf;
+pub mod quants;

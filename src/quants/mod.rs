@@ -1,0 +1,1 @@
+//! Element formats (being written)
