@@ -2,6 +2,7 @@
 //! describe computations; backends run them.
 
 pub mod context;
+pub mod element;
 pub mod log;
 pub mod ops;
 pub mod graph;

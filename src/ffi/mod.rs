@@ -5,6 +5,7 @@
 pub mod context;
 pub mod gguf;
 pub mod graph;
+pub mod misc;
 pub mod ops_a;
 pub mod ops_b;
 pub mod ops_c;

@@ -1,10 +1,11 @@
 //! Tensor creation, names, flags and shape predicates.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 
 use super::{context, tensor};
 use crate::core::context::Context;
-use crate::core::tensor::Tensor;
+use crate::core::element;
+use crate::core::tensor::{Tensor, flag};
 use crate::core::types::Type;
 
 #[unsafe(no_mangle)]
@@ -63,4 +64,251 @@ pub extern "C" fn ggml_set_name(t: *mut Tensor, name: *const c_char) -> *mut Ten
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_rs_tensor_name_buffer(t: *mut Tensor) -> *mut c_char {
     tensor(t).get_mut().name.as_mut_ptr()
+}
+
+// ---- shape facts ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_nelements(t: *const Tensor) -> i64 {
+    tensor(t).nelements()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_nrows(t: *const Tensor) -> i64 {
+    tensor(t).nrows()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_nbytes(t: *const Tensor) -> usize {
+    tensor(t).nbytes()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_nbytes_pad(t: *const Tensor) -> usize {
+    crate::core::context::pad(tensor(t).nbytes(), crate::core::context::MEM_ALIGN)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_element_size(t: *const Tensor) -> usize {
+    tensor(t).element_size()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_n_dims(t: *const Tensor) -> c_int {
+    tensor(t).n_dims()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_tensor_overhead() -> usize {
+    crate::core::context::OBJECT_SIZE + crate::core::context::TENSOR_SIZE
+}
+
+// ---- types ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_type_name(type_: Type) -> *const c_char {
+    super::static_c_str(type_.name())
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_blck_size(type_: Type) -> i64 {
+    type_.blck_size()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_type_size(type_: Type) -> usize {
+    type_.type_size()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_type_sizef(type_: Type) -> f64 {
+    type_.type_size() as f64 / type_.blck_size() as f64
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_row_size(type_: Type, ne: i64) -> usize {
+    type_.row_size(ne)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_is_quantized(type_: Type) -> bool {
+    type_.is_quantized()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_ftype_to_ggml_type(ftype: c_int) -> Type {
+    let t = crate::core::types::ftype_to_type(ftype);
+    crate::ggml_assert!(t.is_valid(), "ftype {ftype} has no single tensor type");
+    t
+}
+
+// ---- predicates ----
+
+macro_rules! tensor_predicates {
+    ($($name:ident => $method:ident $(($arg:expr))?),* $(,)?) => {$(
+        #[unsafe(no_mangle)]
+        pub extern "C" fn $name(t: *const Tensor) -> bool {
+            tensor(t).$method($($arg)?)
+        }
+    )*};
+}
+
+tensor_predicates! {
+    ggml_is_transposed => is_transposed,
+    ggml_is_permuted => is_permuted,
+    ggml_is_empty => is_empty,
+    ggml_is_scalar => is_scalar,
+    ggml_is_vector => is_vector,
+    ggml_is_matrix => is_matrix,
+    ggml_is_3d => is_3d,
+    ggml_is_view => is_view,
+    ggml_is_contiguous => is_contiguous,
+    ggml_is_contiguous_0 => is_contiguous,
+    ggml_is_contiguous_1 => is_contiguous_n(1),
+    ggml_is_contiguous_2 => is_contiguous_n(2),
+    ggml_is_contiguous_to_1 => is_contiguous_to(1),
+    ggml_is_contiguous_to_2 => is_contiguous_to(2),
+    ggml_is_contiguous_to_3 => is_contiguous_to(3),
+    ggml_is_contiguously_allocated => is_contiguously_allocated,
+    ggml_is_contiguous_channels => is_contiguous_channels,
+    ggml_is_contiguous_rows => is_contiguous_rows,
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_are_same_shape(t0: *const Tensor, t1: *const Tensor) -> bool {
+    tensor(t0).same_shape(&tensor(t1))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_are_same_stride(t0: *const Tensor, t1: *const Tensor) -> bool {
+    tensor(t0).same_stride(&tensor(t1))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_can_repeat(t0: *const Tensor, t1: *const Tensor) -> bool {
+    tensor(t0).can_repeat_to(&tensor(t1))
+}
+
+// ---- flags ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_input(t: *mut Tensor) {
+    tensor(t).get_mut().flags |= flag::INPUT;
+}
+
+/// Marks the tensor and every tensor it views as outputs, so their memory is kept.
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_output(t: *mut Tensor) {
+    let mut cur = Some(tensor(t));
+    while let Some(t) = cur {
+        t.get_mut().flags |= flag::OUTPUT;
+        cur = t.view_source();
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_param(t: *mut Tensor) {
+    let t = tensor(t);
+    crate::ggml_assert!(t.op == crate::core::op::Op::NONE, "only leaf tensors can be parameters");
+    t.get_mut().flags |= flag::PARAM;
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_loss(t: *mut Tensor) {
+    let t = tensor(t);
+    crate::ggml_assert!(t.is_scalar(), "the loss must be a scalar");
+    crate::ggml_assert!(t.type_ == Type::F32, "the loss must be F32");
+    t.get_mut().flags |= flag::LOSS;
+}
+
+// ---- data ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_get_data(t: *const Tensor) -> *mut c_void {
+    tensor(t).data
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_get_data_f32(t: *const Tensor) -> *mut f32 {
+    let t = tensor(t);
+    crate::ggml_assert!(t.type_ == Type::F32, "ggml_get_data_f32 on a {} tensor", t.type_.name());
+    t.data.cast()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_unravel_index(t: *const Tensor, i: i64, i0: *mut i64, i1: *mut i64, i2: *mut i64, i3: *mut i64) {
+    let idx = element::unravel(&tensor(t), i);
+    for (out, v) in [i0, i1, i2, i3].into_iter().zip(idx) {
+        // SAFETY: each out-pointer is written only when the caller provided it.
+        if let Some(out) = unsafe { out.as_mut() } {
+            *out = v;
+        }
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_zero(t: *mut Tensor) -> *mut Tensor {
+    let t = tensor(t);
+    if t.is_empty() {
+        return t.as_ptr();
+    }
+    crate::ggml_assert!(t.buffer.is_null(), "ggml_set_zero on a tensor in a backend buffer needs the backend layer");
+    crate::ggml_assert!(!t.data.is_null(), "ggml_set_zero on a tensor without data");
+    // SAFETY: a host tensor's data spans nbytes() bytes.
+    unsafe { std::ptr::write_bytes(t.data.cast::<u8>(), 0, t.nbytes()) };
+    t.as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_f32(t: *mut Tensor, value: f32) -> *mut Tensor {
+    let t = tensor(t);
+    element::set_all_f32(&t, value);
+    t.as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_i32(t: *mut Tensor, value: i32) -> *mut Tensor {
+    let t = tensor(t);
+    element::set_all_i32(&t, value);
+    t.as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_get_f32_1d(t: *const Tensor, i: c_int) -> f32 {
+    element::get_f32_1d(&tensor(t), i as i64)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_f32_1d(t: *const Tensor, i: c_int, value: f32) {
+    element::set_f32_1d(&tensor(t), i as i64, value);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_get_i32_1d(t: *const Tensor, i: c_int) -> i32 {
+    element::get_i32_1d(&tensor(t), i as i64)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_i32_1d(t: *const Tensor, i: c_int, value: i32) {
+    element::set_i32_1d(&tensor(t), i as i64, value);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_get_f32_nd(t: *const Tensor, i0: c_int, i1: c_int, i2: c_int, i3: c_int) -> f32 {
+    element::get_f32_nd(&tensor(t), [i0 as i64, i1 as i64, i2 as i64, i3 as i64])
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_f32_nd(t: *const Tensor, i0: c_int, i1: c_int, i2: c_int, i3: c_int, value: f32) {
+    element::set_f32_nd(&tensor(t), [i0 as i64, i1 as i64, i2 as i64, i3 as i64], value);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_get_i32_nd(t: *const Tensor, i0: c_int, i1: c_int, i2: c_int, i3: c_int) -> i32 {
+    element::get_i32_nd(&tensor(t), [i0 as i64, i1 as i64, i2 as i64, i3 as i64])
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_set_i32_nd(t: *const Tensor, i0: c_int, i1: c_int, i2: c_int, i3: c_int, value: i32) {
+    element::set_i32_nd(&tensor(t), [i0 as i64, i1 as i64, i2 as i64, i3 as i64], value);
 }
