@@ -1,1 +1,318 @@
-//! (being written)
+//! Element conversions and quantization: fp16/bf16 helpers, `ggml_quantize_chunk`, the type
+//! traits table, row validation, and the per-format row functions libggml-base exports.
+
+use std::ffi::c_void;
+
+use crate::core::types::Type;
+use crate::quants::half::{self, Bf16};
+use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
+use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
+use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
+use crate::quants::traits::TypeTraits;
+use crate::quants::{self, BlockFormat, chunk, validate};
+
+/// `len` elements at `ptr`, which may be NULL only when `len` is 0.
+#[track_caller]
+fn slice<'a, T>(ptr: *const T, len: i64) -> &'a [T] {
+    crate::ggml_assert!(len >= 0, "negative element count {}", len);
+    if len == 0 {
+        return &[];
+    }
+    crate::ggml_assert!(!ptr.is_null(), "NULL buffer of {} elements", len);
+    // SAFETY: the C contract of every function below is that the buffer holds `len` elements.
+    unsafe { std::slice::from_raw_parts(ptr, len as usize) }
+}
+
+/// Mutable counterpart of [`slice`].
+#[track_caller]
+fn slice_mut<'a, T>(ptr: *mut T, len: i64) -> &'a mut [T] {
+    crate::ggml_assert!(len >= 0, "negative element count {}", len);
+    if len == 0 {
+        return &mut [];
+    }
+    crate::ggml_assert!(!ptr.is_null(), "NULL buffer of {} elements", len);
+    // SAFETY: as in `slice`; C callers do not let output buffers overlap inputs (restrict).
+    unsafe { std::slice::from_raw_parts_mut(ptr, len as usize) }
+}
+
+fn byte_len(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+// ---- fp16 / bf16 ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_fp16_to_fp32(x: u16) -> f32 {
+    half::fp16_to_fp32(x)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_fp32_to_fp16(x: f32) -> u16 {
+    half::fp32_to_fp16(x)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_bf16_to_fp32(x: Bf16) -> f32 {
+    half::bf16_to_fp32(x)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_fp32_to_bf16(x: f32) -> Bf16 {
+    half::fp32_to_bf16(x)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_fp16_to_fp32_row(x: *const u16, y: *mut f32, n: i64) {
+    half::fp16_to_fp32_row(slice(x, n), slice_mut(y, n));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_fp32_to_fp16_row(x: *const f32, y: *mut u16, n: i64) {
+    half::fp32_to_fp16_row(slice(x, n), slice_mut(y, n));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_bf16_to_fp32_row(x: *const Bf16, y: *mut f32, n: i64) {
+    half::bf16_to_fp32_row(slice(x, n), slice_mut(y, n));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_fp32_to_bf16_row_ref(x: *const f32, y: *mut Bf16, n: i64) {
+    half::fp32_to_bf16_row(slice(x, n), slice_mut(y, n));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_fp32_to_bf16_row(x: *const f32, y: *mut Bf16, n: i64) {
+    half::fp32_to_bf16_row(slice(x, n), slice_mut(y, n));
+}
+
+// ---- type traits, quantization, validation ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_get_type_traits(type_: Type) -> *const TypeTraits {
+    quants::traits::type_traits(type_)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_quantize_requires_imatrix(type_: Type) -> bool {
+    chunk::requires_imatrix(type_)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_quantize_init(type_: Type) {
+    chunk::init(type_);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_quantize_free() {
+    chunk::free();
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_quantize_chunk(
+    type_: Type,
+    src: *const f32,
+    dst: *mut c_void,
+    start: i64,
+    nrows: i64,
+    n_per_row: i64,
+    imatrix: *const f32,
+) -> usize {
+    crate::ggml_assert!(
+        type_.is_valid(),
+        "ggml_quantize_chunk: invalid type {}",
+        type_.0
+    );
+    if chunk::requires_imatrix(type_) {
+        crate::ggml_assert!(!imatrix.is_null());
+    }
+    let blck_size = type_.blck_size();
+    crate::ggml_assert!(blck_size > 0 && start % blck_size == 0);
+    crate::ggml_assert!(n_per_row > 0 && start % n_per_row == 0);
+    crate::ggml_assert!(start >= 0 && nrows >= 0);
+    chunk::check_supported(type_);
+
+    let row_size = type_.row_size(n_per_row);
+    let start_row = (start / n_per_row) as usize;
+    let n = nrows.checked_mul(n_per_row);
+    let bytes = (nrows as usize).checked_mul(row_size);
+    crate::ggml_assert!(
+        n.is_some() && bytes.is_some(),
+        "ggml_quantize_chunk: {} rows of {} overflow",
+        nrows,
+        n_per_row
+    );
+    let src = slice(src.wrapping_add(start as usize), n.unwrap_or(0));
+    let dst = slice_mut(
+        dst.cast::<u8>().wrapping_add(start_row * row_size),
+        byte_len(bytes.unwrap_or(0)),
+    );
+    let imatrix = (!imatrix.is_null()).then(|| slice(imatrix, n_per_row));
+    chunk::quantize_chunk(type_, src, dst, n_per_row as usize, imatrix)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_validate_row_data(type_: Type, data: *const c_void, nbytes: usize) -> bool {
+    validate::validate_row_data(type_, slice(data.cast::<u8>(), byte_len(nbytes)))
+}
+
+// ---- per-format row functions ----
+
+/// `k` values quantized into blocks of `B` with the reference quantizer.
+fn quantize_row_ref<B: BlockFormat>(x: *const f32, y: *mut B, k: i64) {
+    let blocks = slice_mut(y, blocks_for::<B>(k));
+    quants::quantize_row(slice(x, k), blocks);
+}
+
+fn dequantize_row<B: BlockFormat>(x: *const B, y: *mut f32, k: i64) {
+    quants::dequantize_row(slice(x, blocks_for::<B>(k)), slice_mut(y, k));
+}
+
+/// `nrow` rows of `n_per_row` values, importance-weighted when `quant_weights` is not NULL.
+fn quantize_weighted<B: BlockFormat>(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    crate::ggml_assert!(
+        nrow >= 0 && n_per_row > 0,
+        "{} rows of {} values",
+        nrow,
+        n_per_row
+    );
+    let n = nrow.checked_mul(n_per_row);
+    crate::ggml_assert!(
+        n.is_some(),
+        "{} rows of {} values overflow",
+        nrow,
+        n_per_row
+    );
+    let n = n.unwrap_or(0);
+    let weights = (!quant_weights.is_null()).then(|| slice(quant_weights, n_per_row));
+    let blocks = slice_mut(dst.cast::<B>(), blocks_for::<B>(n));
+    quants::quantize_rows(slice(src, n), blocks, n_per_row as usize, weights)
+}
+
+#[track_caller]
+fn blocks_for<B: BlockFormat>(k: i64) -> i64 {
+    let qk = B::QK as i64;
+    crate::ggml_assert!(
+        k >= 0 && k % qk == 0,
+        "{} values are not whole {} blocks",
+        k,
+        B::TYPE.name()
+    );
+    k / qk
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_q4_0_ref(x: *const f32, y: *mut BlockQ4_0, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_q4_1_ref(x: *const f32, y: *mut BlockQ4_1, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_q5_0_ref(x: *const f32, y: *mut BlockQ5_0, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_q5_1_ref(x: *const f32, y: *mut BlockQ5_1, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_q8_0_ref(x: *const f32, y: *mut BlockQ8_0, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_q8_1_ref(x: *const f32, y: *mut BlockQ8_1, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_q4_0(x: *const BlockQ4_0, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_q4_1(x: *const BlockQ4_1, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_q5_0(x: *const BlockQ5_0, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_q5_1(x: *const BlockQ5_1, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_q8_0(x: *const BlockQ8_0, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_q4_0(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ4_0>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_q4_1(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ4_1>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_q5_0(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ5_0>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_q5_1(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ5_1>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_q8_0(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ8_0>(src, dst, nrow, n_per_row, quant_weights)
+}

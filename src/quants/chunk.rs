@@ -1,0 +1,170 @@
+//! `ggml_quantize_chunk` and its companions: converting whole rows of `f32` to any storage
+//! type, optionally guided by an importance matrix.
+
+use super::half::{fp32_to_bf16, fp32_to_fp16};
+use super::q4::{BlockQ4_0, BlockQ4_1};
+use super::q5::{BlockQ5_0, BlockQ5_1};
+use super::q8::BlockQ8_0;
+use super::{blocks_mut, quantize_rows};
+use crate::core::types::Type;
+
+/// Types whose quantizers cannot work without an importance matrix.
+pub fn requires_imatrix(ty: Type) -> bool {
+    ty == Type::IQ2_XXS || ty == Type::IQ2_XS || ty == Type::IQ1_S
+}
+
+/// Whether `ggml_quantize_chunk` converts to `ty` in this implementation.
+pub fn is_supported(ty: Type) -> bool {
+    [
+        Type::F32,
+        Type::F16,
+        Type::BF16,
+        Type::Q4_0,
+        Type::Q4_1,
+        Type::Q5_0,
+        Type::Q5_1,
+        Type::Q8_0,
+    ]
+    .contains(&ty)
+}
+
+/// Whether ggml can quantize to `ty` at all (the types it converts through
+/// `ggml_quantize_chunk`); the rest are compute-only or storage-only types.
+fn is_quantization_target(ty: Type) -> bool {
+    is_supported(ty)
+        || [
+            Type::Q1_0,
+            Type::Q2_0,
+            Type::MXFP4,
+            Type::NVFP4,
+            Type::Q2_K,
+            Type::Q3_K,
+            Type::Q4_K,
+            Type::Q5_K,
+            Type::Q6_K,
+            Type::TQ1_0,
+            Type::TQ2_0,
+            Type::IQ2_XXS,
+            Type::IQ2_XS,
+            Type::IQ3_XXS,
+            Type::IQ3_S,
+            Type::IQ2_S,
+            Type::IQ1_S,
+            Type::IQ1_M,
+            Type::IQ4_NL,
+            Type::IQ4_XS,
+        ]
+        .contains(&ty)
+}
+
+/// Aborts unless [`quantize_chunk`] can convert to `ty`.
+pub fn check_supported(ty: Type) {
+    if !is_supported(ty) {
+        if is_quantization_target(ty) {
+            crate::ggml_abort!("quantization to {} is not supported yet", ty.name());
+        }
+        crate::ggml_abort!(
+            "ggml_quantize_chunk: {} is not a type that rows can be quantized to",
+            ty.name()
+        );
+    }
+}
+
+/// Prepares the lookup tables a type's quantizer needs. None of the formats implemented so far
+/// uses any, so there is nothing to build; calling it is always allowed.
+pub fn init(ty: Type) {
+    let _ = ty;
+}
+
+/// Releases what [`init`] built (nothing, for the formats implemented so far).
+pub fn free() {}
+
+/// Converts `nrows` rows of `n_per_row` values from `src` into `dst` (exactly the bytes of
+/// those rows) and returns the bytes written. `imatrix`, when given, has one weight per column.
+pub fn quantize_chunk(
+    ty: Type,
+    src: &[f32],
+    dst: &mut [u8],
+    n_per_row: usize,
+    imatrix: Option<&[f32]>,
+) -> usize {
+    check_supported(ty);
+    init(ty);
+    let written = match ty {
+        Type::Q4_0 => quantize_rows::<BlockQ4_0>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q4_1 => quantize_rows::<BlockQ4_1>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q5_0 => quantize_rows::<BlockQ5_0>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q5_1 => quantize_rows::<BlockQ5_1>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q8_0 => quantize_rows::<BlockQ8_0>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::F16 => store_elements(src, dst, |x| fp32_to_fp16(x).to_le_bytes()),
+        Type::BF16 => store_elements(src, dst, |x| fp32_to_bf16(x).bits.to_le_bytes()),
+        _ => store_elements(src, dst, f32::to_le_bytes), // F32
+    };
+    let expected = ty.row_size(n_per_row as i64) * (src.len() / n_per_row.max(1));
+    crate::ggml_assert!(
+        written == expected,
+        "wrote {} bytes of {} for {}",
+        written,
+        expected,
+        ty.name()
+    );
+    written
+}
+
+/// Writes each value of `src` as `N` bytes.
+fn store_elements<const N: usize>(
+    src: &[f32],
+    dst: &mut [u8],
+    convert: impl Fn(f32) -> [u8; N],
+) -> usize {
+    crate::ggml_assert!(
+        dst.len() == src.len() * N,
+        "destination of {} bytes for {} values",
+        dst.len(),
+        src.len()
+    );
+    for (out, &x) in dst.chunks_exact_mut(N).zip(src) {
+        out.copy_from_slice(&convert(x));
+    }
+    dst.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imatrix_requirements_match_ggml() {
+        let needs: Vec<i32> = (0..Type::COUNT)
+            .filter(|&t| requires_imatrix(Type(t)))
+            .collect();
+        assert_eq!(needs, vec![16, 17, 19]);
+    }
+
+    #[test]
+    fn float_targets_store_bytes() {
+        let src = [1.0f32, -2.0, 0.5, 65504.0];
+        let mut dst = [0u8; 8];
+        assert_eq!(quantize_chunk(Type::F16, &src, &mut dst, 2, None), 8);
+        assert_eq!(dst, [0x00, 0x3c, 0x00, 0xc0, 0x00, 0x38, 0xff, 0x7b]);
+        assert_eq!(quantize_chunk(Type::BF16, &src, &mut dst, 4, None), 8);
+        assert_eq!(&dst[..4], &[0x80, 0x3f, 0x00, 0xc0]);
+        let mut dst = [0u8; 16];
+        assert_eq!(quantize_chunk(Type::F32, &src, &mut dst, 4, None), 16);
+        assert_eq!(&dst[4..8], &(-2.0f32).to_le_bytes());
+    }
+
+    #[test]
+    fn quantized_rows_fill_the_destination() {
+        let src: Vec<f32> = (0..128).map(|i| (i as f32 * 0.37).sin()).collect();
+        let imatrix = vec![1.0f32; 64];
+        for ty in [Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0] {
+            let mut dst = vec![0u8; ty.row_size(128)];
+            assert_eq!(quantize_chunk(ty, &src, &mut dst, 64, None), dst.len());
+            assert_eq!(
+                quantize_chunk(ty, &src, &mut dst, 64, Some(&imatrix)),
+                dst.len()
+            );
+        }
+    }
+}
