@@ -274,8 +274,10 @@ pub fn conv_transpose_2d_p0(ctx: &mut Context, a: TensorPtr, b: TensorPtr, strid
 /// [OL, OC, N].
 pub fn conv_1d(ctx: &mut Context, a: TensorPtr, b: TensorPtr, s0: i32, p0: i32, d0: i32) -> TensorPtr {
     let cols = im2col(ctx, a, b, s0, 0, p0, 0, d0, 0, false, im2col_type(a.type_)); // [N, OL, IC*K]
-    let cols_2d = reshape_2d(ctx, cols, cols.ne[0], cols.ne[2] * cols.ne[1]); // [N*OL, IC*K]
     let kernel_2d = reshape_2d(ctx, a, a.ne[0] * a.ne[1], a.ne[2]); // [OC, IC*K]
+    let cols_2d = reshape_2d(ctx, cols, cols.ne[0], cols.ne[2] * cols.ne[1]); // [N*OL, IC*K]
+    // Kernel first: the reference creates the two reshapes as arguments of one call, which
+    // GCC evaluates right to left; the same creation order keeps graph dumps identical.
     let result = mul_mat(ctx, cols_2d, kernel_2d);
     reshape_3d(ctx, result, cols.ne[1], a.ne[2], cols.ne[2]) // [N, OC, OL]
 }
@@ -313,8 +315,10 @@ pub fn conv_2d(
     d1: i32,
 ) -> TensorPtr {
     let cols = im2col(ctx, a, b, s0, s1, p0, p1, d0, d1, true, im2col_type(a.type_)); // [N, OH, OW, IC*KH*KW]
-    let cols_2d = reshape_2d(ctx, cols, cols.ne[0], cols.ne[3] * cols.ne[2] * cols.ne[1]); // [N*OH*OW, IC*KH*KW]
     let kernel_2d = reshape_2d(ctx, a, a.ne[0] * a.ne[1] * a.ne[2], a.ne[3]); // [OC, IC*KH*KW]
+    let cols_2d = reshape_2d(ctx, cols, cols.ne[0], cols.ne[3] * cols.ne[2] * cols.ne[1]); // [N*OH*OW, IC*KH*KW]
+    // Kernel first: the reference creates the two reshapes as arguments of one call, which
+    // GCC evaluates right to left; the same creation order keeps graph dumps identical.
     let result = mul_mat(ctx, cols_2d, kernel_2d);
     let result = reshape_4d(ctx, result, cols.ne[1], cols.ne[2], cols.ne[3], a.ne[3]); // [OC, N, OH, OW]
     let result = permute(ctx, result, 0, 1, 3, 2);
@@ -376,8 +380,10 @@ pub fn conv_3d(
     let oc = a.ne[3] / ic;
     let n = b.ne[3] / ic;
     crate::ggml_assert!(n != 0, "conv_3d input has fewer than {} channels", ic);
-    let cols_2d = reshape_2d(ctx, cols, cols.ne[0], cols.ne[3] * cols.ne[2] * cols.ne[1]); // [N*OD*OH*OW, IC*KD*KH*KW]
     let kernel_2d = reshape_2d(ctx, a, a.ne[0] * a.ne[1] * a.ne[2] * ic, oc); // [OC, IC*KD*KH*KW]
+    let cols_2d = reshape_2d(ctx, cols, cols.ne[0], cols.ne[3] * cols.ne[2] * cols.ne[1]); // [N*OD*OH*OW, IC*KD*KH*KW]
+    // Kernel first: the reference creates the two reshapes as arguments of one call, which
+    // GCC evaluates right to left; the same creation order keeps graph dumps identical.
     let result = mul_mat(ctx, cols_2d, kernel_2d);
     let od = cols.ne[3] / n;
     let result = reshape_4d(ctx, result, cols.ne[1] * cols.ne[2], od, n, oc); // [OC, N, OD, OH*OW]
