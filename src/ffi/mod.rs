@@ -2,6 +2,7 @@
 //! into Rust values with the helpers below (aborting with the function's name on a NULL that
 //! ggml does not allow) and calls into the safe core.
 
+pub mod backend_buffer;
 pub mod context;
 pub mod gguf;
 pub mod graph;

@@ -1,0 +1,335 @@
+//! Buffer types, buffers, tensor data access, the CPU buffer types, the tensor allocator and
+//! context allocation (`ggml-backend.h`, `ggml-alloc.h`), plus the backend-author helpers of
+//! `ggml-backend-impl.h` that plugins import.
+
+use std::ffi::{c_char, c_void};
+
+use super::{context, tensor};
+use crate::backend::buffer::{self, BufferPtr, BufferTypePtr, Copy2d};
+use crate::backend::interface::{Buffer, BufferInterface, BufferType, BufferUsage, Device, Status};
+use crate::backend::tallocr::Tallocr;
+use crate::backend::{cpu_buffer, tallocr};
+use crate::core::context::Context;
+use crate::core::op::Op;
+use crate::core::tensor::Tensor;
+
+#[track_caller]
+fn buft(ptr: *mut BufferType) -> BufferTypePtr {
+    // SAFETY: buffer types handed to the API are statics of a backend, alive for the process.
+    match unsafe { BufferTypePtr::from_raw(ptr) } {
+        Some(b) => b,
+        None => crate::ggml_abort!("GGML_ASSERT(buft) failed"),
+    }
+}
+
+#[track_caller]
+fn buffer(ptr: *mut Buffer) -> BufferPtr {
+    // SAFETY: buffers handed to the API come from ggml_backend_buffer_init and are not freed.
+    match unsafe { BufferPtr::from_raw(ptr) } {
+        Some(b) => b,
+        None => crate::ggml_abort!("GGML_ASSERT(buffer) failed"),
+    }
+}
+
+fn opt_buffer(ptr: *mut Buffer) -> Option<BufferPtr> {
+    // SAFETY: as in `buffer`.
+    unsafe { BufferPtr::from_raw(ptr) }
+}
+
+/// `len` bytes of caller memory at `ptr` (which may be NULL when `len` is 0).
+#[track_caller]
+fn host_bytes<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    // SAFETY: the caller provides `len` readable bytes at `ptr` (the API's contract).
+    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+}
+
+#[track_caller]
+fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
+    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    // SAFETY: the caller provides `len` writable bytes at `ptr`, not aliased during the call.
+    unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) }
+}
+
+/// The caller's array of `n` buffers.
+#[track_caller]
+fn buffer_array<'a>(ptr: *const *mut Buffer, n: usize) -> &'a [*mut Buffer] {
+    crate::ggml_assert!(!ptr.is_null(), "NULL buffer array");
+    // SAFETY: the caller passes an array of `n` buffer pointers.
+    unsafe { std::slice::from_raw_parts(ptr, n) }
+}
+
+#[track_caller]
+fn tallocr_mut<'a>(ptr: *mut Tallocr) -> &'a mut Tallocr {
+    // SAFETY: the caller passes an allocator made by ggml_tallocr_new, used by one thread.
+    match unsafe { ptr.as_mut() } {
+        Some(t) => t,
+        None => crate::ggml_abort!("GGML_ASSERT(talloc) failed"),
+    }
+}
+
+#[track_caller]
+fn span_2d(size: usize, n_copies: usize, stride_data: usize) -> usize {
+    match buffer::strided_span(size, n_copies, stride_data) {
+        Some(n) => n,
+        None => crate::ggml_abort!("2-D copy of {} rows overflows the address space", n_copies),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffer types
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buft_name(b: *mut BufferType) -> *const c_char {
+    buft(b).name()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buft_alloc_buffer(b: *mut BufferType, size: usize) -> *mut Buffer {
+    buft(b).alloc_buffer(size).map_or(std::ptr::null_mut(), BufferPtr::as_ptr)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buft_get_alignment(b: *mut BufferType) -> usize {
+    buft(b).alignment()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buft_get_max_size(b: *mut BufferType) -> usize {
+    buft(b).max_size()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buft_get_alloc_size(b: *mut BufferType, t: *const Tensor) -> usize {
+    buft(b).alloc_size(tensor(t))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buft_is_host(b: *mut BufferType) -> bool {
+    buft(b).is_host()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buft_get_device(b: *mut BufferType) -> *mut Device {
+    buft(b).device()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffers
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_init(
+    buft: *mut BufferType,
+    iface: BufferInterface,
+    context: *mut c_void,
+    size: usize,
+) -> *mut Buffer {
+    BufferPtr::new(buft, iface, context, size).as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_name(b: *mut Buffer) -> *const c_char {
+    buffer(b).name()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_free(b: *mut Buffer) {
+    if let Some(b) = opt_buffer(b) {
+        b.free();
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_get_base(b: *mut Buffer) -> *mut c_void {
+    buffer(b).base()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_get_size(b: *mut Buffer) -> usize {
+    buffer(b).size()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_init_tensor(b: *mut Buffer, t: *mut Tensor) -> Status {
+    buffer(b).init_tensor(tensor(t))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_get_alignment(b: *mut Buffer) -> usize {
+    buffer(b).alignment()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_get_max_size(b: *mut Buffer) -> usize {
+    buffer(b).max_size()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_get_alloc_size(b: *mut Buffer, t: *const Tensor) -> usize {
+    buffer(b).alloc_size(tensor(t))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_clear(b: *mut Buffer, value: u8) {
+    buffer(b).clear(value)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_is_host(b: *mut Buffer) -> bool {
+    buffer(b).is_host()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_set_usage(b: *mut Buffer, usage: BufferUsage) {
+    buffer(b).set_usage(usage)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_get_usage(b: *mut Buffer) -> BufferUsage {
+    buffer(b).usage()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_get_type(b: *mut Buffer) -> *mut BufferType {
+    buffer(b).buft
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_reset(b: *mut Buffer) {
+    buffer(b).reset()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_copy_tensor(src: *const Tensor, dst: *mut Tensor) -> bool {
+    buffer::buffer_copy_tensor(tensor(src), tensor(dst))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_multi_buffer_alloc_buffer(buffers: *mut *mut Buffer, n_buffers: usize) -> *mut Buffer {
+    crate::ggml_assert!(n_buffers > 0, "a multi-buffer needs at least one buffer");
+    let parts: Vec<BufferPtr> = buffer_array(buffers, n_buffers).iter().map(|&b| buffer(b)).collect();
+    buffer::multi_buffer_new(&parts).as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_is_multi_buffer(b: *mut Buffer) -> bool {
+    buffer(b).is_multi_buffer()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_multi_buffer_set_usage(b: *mut Buffer, usage: BufferUsage) {
+    buffer::multi_buffer_set_usage(buffer(b), usage)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_op_alloc_size_may_expand(op: Op) -> bool {
+    buffer::op_alloc_size_may_expand(op)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor data
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_tensor_set(t: *mut Tensor, data: *const c_void, offset: usize, size: usize) {
+    let t = tensor(t);
+    buffer::tensor_set(t, host_bytes(data, size), offset)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_tensor_get(t: *const Tensor, data: *mut c_void, offset: usize, size: usize) {
+    let t = tensor(t);
+    buffer::tensor_get(t, host_bytes_mut(data, size), offset)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_tensor_set_2d(
+    t: *mut Tensor,
+    data: *const c_void,
+    offset: usize,
+    size: usize,
+    n_copies: usize,
+    stride_tensor: usize,
+    stride_data: usize,
+) {
+    let t = tensor(t);
+    let data = host_bytes(data, span_2d(size, n_copies, stride_data));
+    buffer::tensor_set_2d(t, data, Copy2d { offset, size, n_copies, stride_tensor, stride_data })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_tensor_get_2d(
+    t: *const Tensor,
+    data: *mut c_void,
+    offset: usize,
+    size: usize,
+    n_copies: usize,
+    stride_tensor: usize,
+    stride_data: usize,
+) {
+    let t = tensor(t);
+    let data = host_bytes_mut(data, span_2d(size, n_copies, stride_data));
+    buffer::tensor_get_2d(t, data, Copy2d { offset, size, n_copies, stride_tensor, stride_data })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_tensor_memset(t: *mut Tensor, value: u8, offset: usize, size: usize) {
+    buffer::tensor_memset(tensor(t), value, offset, size)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_tensor_copy(src: *const Tensor, dst: *mut Tensor) {
+    buffer::tensor_copy(tensor(src), tensor(dst))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_tensor_alloc(b: *mut Buffer, t: *mut Tensor, addr: *mut c_void) -> Status {
+    let t = tensor(t);
+    buffer::tensor_alloc(buffer(b), t, addr)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_view_init(t: *mut Tensor) -> Status {
+    buffer::view_init(tensor(t))
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU buffer types
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cpu_buffer_type() -> *mut BufferType {
+    cpu_buffer::cpu_buffer_type().as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cpu_buffer_from_ptr(ptr: *mut c_void, size: usize) -> *mut Buffer {
+    cpu_buffer::cpu_buffer_from_ptr(ptr, size).as_ptr()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor allocator and context allocation
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_tallocr_new(b: *mut Buffer) -> Tallocr {
+    Tallocr::new(buffer(b))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_tallocr_alloc(talloc: *mut Tallocr, t: *mut Tensor) -> Status {
+    tallocr_mut(talloc).alloc(tensor(t))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_alloc_ctx_tensors_from_buft_size(ctx: *mut Context, b: *mut BufferType) -> usize {
+    tallocr::alloc_ctx_tensors_size(context(ctx), buft(b))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_alloc_ctx_tensors_from_buft(ctx: *mut Context, b: *mut BufferType) -> *mut Buffer {
+    tallocr::alloc_ctx_tensors(context(ctx), buft(b)).map_or(std::ptr::null_mut(), BufferPtr::as_ptr)
+}
