@@ -39,8 +39,8 @@ pub struct Object {
 
 pub const OBJECT_SIZE: usize = std::mem::size_of::<Object>();
 pub const TENSOR_SIZE: usize = std::mem::size_of::<Tensor>();
-const _: () = assert!(OBJECT_SIZE == 32 && OBJECT_SIZE % MEM_ALIGN == 0);
-const _: () = assert!(TENSOR_SIZE % MEM_ALIGN == 0);
+const _: () = assert!(OBJECT_SIZE == 32 && OBJECT_SIZE.is_multiple_of(MEM_ALIGN));
+const _: () = assert!(TENSOR_SIZE.is_multiple_of(MEM_ALIGN));
 
 /// `struct ggml_init_params`.
 #[repr(C)]
@@ -85,7 +85,7 @@ impl Context {
             }
         };
         crate::ggml_assert!(
-            mem_buffer.as_ptr() as usize % MEM_ALIGN == 0,
+            (mem_buffer.as_ptr() as usize).is_multiple_of(MEM_ALIGN),
             "context memory buffer must be {MEM_ALIGN}-byte aligned"
         );
         Box::new(Context {
@@ -222,9 +222,9 @@ impl Context {
         full_ne[..ne.len()].copy_from_slice(ne);
         let mut nb = [0usize; MAX_DIMS];
         nb[0] = type_.type_size();
-        nb[1] = nb[0] * (full_ne[0] / blck) as usize;
+        nb[1] = nb[0].wrapping_mul((full_ne[0] / blck) as usize);
         for i in 2..MAX_DIMS {
-            nb[i] = nb[i - 1] * full_ne[i - 1] as usize;
+            nb[i] = nb[i - 1].wrapping_mul(full_ne[i - 1] as usize);
         }
 
         // SAFETY: the object payload is TENSOR_SIZE bytes, 16-aligned, owned by this tensor.

@@ -38,6 +38,9 @@ static LOGGER: Mutex<Logger> = Mutex::new(Logger { callback: None, user_data: st
 static ABORT_CALLBACK: Mutex<AbortCallback> = Mutex::new(None);
 
 /// The default sink: the text as is, to stderr.
+///
+/// # Safety
+/// `text` must be a NUL-terminated string.
 pub unsafe extern "C" fn log_to_stderr(_level: i32, text: *const c_char, _user_data: *mut c_void) {
     // SAFETY: log text is always a NUL-terminated string built by `log` below or by C callers.
     let text = unsafe { std::ffi::CStr::from_ptr(text) };

@@ -104,12 +104,14 @@ impl std::ops::Deref for TensorPtr {
 }
 
 impl Tensor {
+    // Shape arithmetic wraps as C's does: absurd shapes from a caller give the same (wrong)
+    // answers as in ggml instead of a debug-build overflow abort.
     pub fn nelements(&self) -> i64 {
-        self.ne.iter().product()
+        self.ne.iter().fold(1i64, |acc, &n| acc.wrapping_mul(n))
     }
 
     pub fn nrows(&self) -> i64 {
-        self.ne[1] * self.ne[2] * self.ne[3]
+        self.ne[1].wrapping_mul(self.ne[2]).wrapping_mul(self.ne[3])
     }
 
     /// Bytes spanned by the tensor's data, strides included.
@@ -121,11 +123,11 @@ impl Tensor {
         let mut n = if blck == 1 {
             self.type_.type_size()
         } else {
-            (self.ne[0] as usize * self.nb[0]) / blck as usize
+            (self.ne[0] as usize).wrapping_mul(self.nb[0]) / blck as usize
         };
         let first = if blck == 1 { 0 } else { 1 };
         for i in first..MAX_DIMS {
-            n += (self.ne[i] - 1) as usize * self.nb[i];
+            n = n.wrapping_add(((self.ne[i] - 1) as usize).wrapping_mul(self.nb[i]));
         }
         n
     }

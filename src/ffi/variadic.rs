@@ -9,6 +9,8 @@ macro_rules! forward_variadic {
             fn $target();
         }
 
+        /// # Safety
+        /// Called from C with the arguments of the C declaration; see the module docs.
         #[unsafe(naked)]
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name() {
