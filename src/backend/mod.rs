@@ -14,4 +14,3 @@ pub use buffer::{BufferPtr, BufferTypePtr, StaticBufferType};
 pub use interface::{Buffer, BufferInterface, BufferType, BufferTypeInterface, BufferUsage, Status};
 pub use tallocr::Tallocr;
 #[cfg(test)]
-pub mod test_backend;
