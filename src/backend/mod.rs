@@ -13,4 +13,3 @@ pub mod tallocr;
 pub use buffer::{BufferPtr, BufferTypePtr, StaticBufferType};
 pub use interface::{Buffer, BufferInterface, BufferType, BufferTypeInterface, BufferUsage, Status};
 pub use tallocr::Tallocr;
-#[cfg(test)]
