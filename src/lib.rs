@@ -4,7 +4,7 @@
 //! `gguf` the model file format; `ffi` is the only place that turns C pointers into Rust
 //! values and exports `extern "C"` symbols.
 
-pub mod backend;
+pub mod alloc;
 pub mod core;
 pub mod ffi;
 pub mod gguf;

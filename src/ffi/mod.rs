@@ -6,6 +6,7 @@
 // see an `unsafe` marker. Each one checks what it can (NULL) before dereferencing.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod alloc;
 pub mod backend_buffer;
 pub mod context;
 pub mod gguf;
