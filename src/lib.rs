@@ -5,6 +5,7 @@
 //! values and exports `extern "C"` symbols.
 
 pub mod alloc;
+pub mod backend;
 pub mod core;
 pub mod ffi;
 pub mod gguf;
