@@ -87,7 +87,7 @@ static void test_elements(void) {
 
     int64_t i0, i1, i2, i3;
     struct ggml_tensor * u = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 2, 3, 4, 5);
-    ggml_unravel_index(u, 2 + 2 * 3 + 3 * 12 + 4 * 24 - 3, &i0, &i1, &i2, &i3);
+    ggml_unravel_index(u, 1 + 2 * 2 + 3 * 6 + 3 * 24, &i0, &i1, &i2, &i3);
     CHECK(i0 == 1 && i1 == 2 && i2 == 3 && i3 == 3);
 
     ggml_set_zero(t);

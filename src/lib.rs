@@ -10,3 +10,4 @@ pub mod core;
 pub mod ffi;
 pub mod gguf;
 pub mod quants;
+pub mod cpu;
