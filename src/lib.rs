@@ -10,4 +10,3 @@ pub mod core;
 pub mod ffi;
 pub mod gguf;
 pub mod quants;
-pub mod cpu;

@@ -1,9 +1,0 @@
-//! The CPU backend's machinery: a pool of worker threads with a spinning-then-sleeping
-//! barrier, the planner that sizes a computation (`ggml_cplan`) and the driver that walks a
-//! graph's nodes on the pool. The kernels plug in through [`plan::OpTable`] and
-//! [`compute::Kernel`].
-
-
-pub use compute::{ComputeParams, Kernel, compute};
-pub use plan::{OpTable, Plan, plan};
-pub use pool::{Team, Threadpool};
