@@ -13,3 +13,12 @@ pub mod tallocr;
 pub use buffer::{BufferPtr, BufferTypePtr, StaticBufferType};
 pub use interface::{Buffer, BufferInterface, BufferType, BufferTypeInterface, BufferUsage, Status};
 pub use tallocr::Tallocr;
+#[allow(clippy::module_inception)]
+pub mod backend;
+pub mod cpu_device;
+pub mod device;
+pub mod loader;
+pub mod registry;
+pub mod sched;
+#[cfg(test)]
+pub mod test_backend;

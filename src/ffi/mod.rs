@@ -8,6 +8,7 @@
 
 pub mod alloc;
 pub mod backend_buffer;
+pub mod backend;
 pub mod context;
 pub mod gguf;
 pub mod graph;
@@ -16,6 +17,7 @@ pub mod ops_a;
 pub mod ops_b;
 pub mod ops_c;
 pub mod quants;
+pub mod sched;
 pub mod tensor;
 pub mod variadic;
 

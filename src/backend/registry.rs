@@ -1,0 +1,306 @@
+//! Backend registries (`ggml_backend_reg_*`) and the process-wide list of registries and
+//! devices that applications enumerate: lookups by index, name (ASCII case-insensitive) and
+//! device type, and the shortcuts that pick a device and start a backend on it.
+//!
+//! The list starts with the built-in CPU registry; plugins loaded by [`super::loader`] join
+//! it together with the library handle that keeps their code mapped.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::ptr::NonNull;
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+use super::device::{DevicePtr, lossy, required};
+use super::interface::{Backend, DevType, Device, Reg};
+use super::loader::Library;
+
+/// A handle to a `ggml_backend_reg`.
+///
+/// Registries are statics of the backend that defines them and live until it is unloaded; a
+/// handle relies on that.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct RegPtr(NonNull<Reg>);
+
+// SAFETY: a registry is a table of functions that ggml lets any thread call; the handle is
+// only an address, kept in the process-wide list.
+unsafe impl Send for RegPtr {}
+
+impl RegPtr {
+    /// # Safety
+    /// `ptr`, when not null, must point to a registry that outlives every use of the handle.
+    pub unsafe fn from_raw(ptr: *mut Reg) -> Option<Self> {
+        NonNull::new(ptr).map(RegPtr)
+    }
+
+    pub fn as_ptr(self) -> *mut Reg {
+        self.0.as_ptr()
+    }
+
+    fn get(&self) -> &Reg {
+        // SAFETY: the handle's contract keeps the registry alive.
+        unsafe { self.0.as_ref() }
+    }
+
+    pub fn api_version(self) -> i32 {
+        self.get().api_version
+    }
+
+    pub fn name(self) -> *const c_char {
+        let f = required(self.get().iface.get_name, "registry", "get_name");
+        // SAFETY: the entry belongs to this registry and is called with it.
+        unsafe { f(self.as_ptr()) }
+    }
+
+    pub fn name_lossy(self) -> String {
+        lossy(self.name())
+    }
+
+    pub fn dev_count(self) -> usize {
+        let f = required(self.get().iface.get_device_count, "registry", "get_device_count");
+        // SAFETY: as in `name`.
+        unsafe { f(self.as_ptr()) }
+    }
+
+    /// Device `index` of this registry, as the registry returns it (it checks the index).
+    pub fn dev_get(self, index: usize) -> *mut Device {
+        let f = required(self.get().iface.get_device, "registry", "get_device");
+        // SAFETY: as in `name`.
+        unsafe { f(self.as_ptr(), index) }
+    }
+
+    /// An extra function the backend offers under `name`; NULL when it offers none.
+    pub fn proc_address(self, name: &CStr) -> *mut c_void {
+        match self.get().iface.get_proc_address {
+            // SAFETY: as in `name`; `name` is a C string.
+            Some(f) => unsafe { f(self.as_ptr(), name.as_ptr()) },
+            None => std::ptr::null_mut(),
+        }
+    }
+}
+
+struct Entry {
+    reg: RegPtr,
+    /// The plugin library the registry came from, held only to be closed when the entry is
+    /// dropped (which unmaps the plugin's code).
+    _library: Option<Library>,
+}
+
+#[derive(Default)]
+struct Registry {
+    backends: Vec<Entry>,
+    devices: Vec<DevicePtr>,
+}
+
+impl Registry {
+    fn has_reg(&self, reg: RegPtr) -> bool {
+        self.backends.iter().any(|e| e.reg == reg)
+    }
+
+    fn add_device(&mut self, device: DevicePtr) {
+        if !self.devices.contains(&device) {
+            self.devices.push(device);
+        }
+    }
+}
+
+static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(|| {
+    let mut registry = Registry::default();
+    let cpu = super::cpu_device::cpu_reg();
+    let devices = reg_devices(cpu);
+    registry.backends.push(Entry { reg: cpu, _library: None });
+    for d in devices {
+        registry.add_device(d);
+    }
+    Mutex::new(registry)
+});
+
+fn lock() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The devices a registry reports, asked before the list is locked (a backend's code may
+/// itself call into the registry).
+fn reg_devices(reg: RegPtr) -> Vec<DevicePtr> {
+    (0..reg.dev_count())
+        // SAFETY: devices handed out by a registry live as long as it does.
+        .filter_map(|i| unsafe { DevicePtr::from_raw(reg.dev_get(i)) })
+        .collect()
+}
+
+/// Adds `reg` and its devices (`ggml_backend_register`); a registry already listed is
+/// ignored, and so is the library that came with it.
+pub fn register_backend(reg: RegPtr, library: Option<Library>) {
+    if lock().has_reg(reg) {
+        return;
+    }
+    let devices = reg_devices(reg);
+    let mut registry = lock();
+    if registry.has_reg(reg) {
+        return;
+    }
+    registry.backends.push(Entry { reg, _library: library });
+    for d in devices {
+        registry.add_device(d);
+    }
+}
+
+/// Adds one device (`ggml_backend_device_register`), unless it is already listed.
+pub fn register_device(device: DevicePtr) {
+    lock().add_device(device);
+}
+
+/// Removes `reg` and its devices; its library (if any) is closed. Unknown registries are
+/// reported unless `silent`.
+pub fn unregister_backend(reg: RegPtr, silent: bool) {
+    let removed = {
+        let mut registry = lock();
+        let Some(pos) = registry.backends.iter().position(|e| e.reg == reg) else {
+            drop(registry);
+            if !silent {
+                crate::log_error!("ggml_backend_unload: backend not found\n");
+            }
+            return;
+        };
+        registry.devices.retain(|d| d.reg() != reg.as_ptr());
+        registry.backends.remove(pos)
+    };
+    if !silent {
+        crate::log_debug!("ggml_backend_unload: unloading {} backend\n", reg.name_lossy());
+    }
+    drop(removed);
+}
+
+pub fn reg_count() -> usize {
+    lock().backends.len()
+}
+
+pub fn reg_get(index: usize) -> RegPtr {
+    let found = lock().backends.get(index).map(|e| e.reg);
+    found.unwrap_or_else(|| crate::ggml_abort!("registry index {} out of range ({} registries)", index, reg_count()))
+}
+
+fn regs() -> Vec<RegPtr> {
+    lock().backends.iter().map(|e| e.reg).collect()
+}
+
+fn devices() -> Vec<DevicePtr> {
+    lock().devices.clone()
+}
+
+/// ggml compares backend and device names ignoring ASCII case.
+fn name_matches(name: *const c_char, wanted: &[u8]) -> bool {
+    if name.is_null() {
+        return false;
+    }
+    // SAFETY: names handed out by backends are NUL-terminated.
+    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
+    name.eq_ignore_ascii_case(wanted)
+}
+
+pub fn reg_by_name(name: &[u8]) -> Option<RegPtr> {
+    regs().into_iter().find(|r| name_matches(r.name(), name))
+}
+
+pub fn dev_count() -> usize {
+    lock().devices.len()
+}
+
+pub fn dev_get(index: usize) -> DevicePtr {
+    let found = lock().devices.get(index).copied();
+    found.unwrap_or_else(|| crate::ggml_abort!("device index {} out of range ({} devices)", index, dev_count()))
+}
+
+pub fn dev_by_name(name: &[u8]) -> Option<DevicePtr> {
+    devices().into_iter().find(|d| name_matches(d.name(), name))
+}
+
+/// The first listed device of type `t`.
+pub fn dev_by_type(t: DevType) -> Option<DevicePtr> {
+    devices().into_iter().find(|d| d.dev_type() == t)
+}
+
+/// `ggml_backend_init_by_name`: a backend on the device called `name`; NULL if there is no
+/// such device or it cannot start one.
+pub fn init_by_name(name: &[u8], params: Option<&CStr>) -> *mut Backend {
+    dev_by_name(name).map_or(std::ptr::null_mut(), |d| d.init_backend(params))
+}
+
+/// `ggml_backend_init_by_type`: a backend on the first device of type `t`.
+pub fn init_by_type(t: DevType, params: Option<&CStr>) -> *mut Backend {
+    dev_by_type(t).map_or(std::ptr::null_mut(), |d| d.init_backend(params))
+}
+
+/// `ggml_backend_init_best`: a backend on the first GPU, else integrated GPU, else CPU.
+pub fn init_best() -> *mut Backend {
+    [DevType::GPU, DevType::IGPU, DevType::CPU]
+        .into_iter()
+        .find_map(dev_by_type)
+        .map_or(std::ptr::null_mut(), |d| d.init_backend(None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::backend::BackendPtr;
+    use crate::backend::test_backend::{DeviceSpec, new_reg};
+
+    fn occurrences_of_reg(reg: RegPtr) -> usize {
+        regs().into_iter().filter(|&r| r == reg).count()
+    }
+
+    fn occurrences_of_dev(dev: DevicePtr) -> usize {
+        devices().into_iter().filter(|&d| d == dev).count()
+    }
+
+    #[test]
+    fn the_cpu_registry_is_listed_first() {
+        let cpu = reg_get(0);
+        assert_eq!(cpu, super::super::cpu_device::cpu_reg());
+        assert_eq!(reg_by_name(b"cpu"), Some(cpu));
+        let dev = dev_by_type(DevType::CPU).expect("CPU device");
+        assert_eq!(dev.reg(), cpu.as_ptr());
+        assert_eq!(dev_by_name(b"CPU"), Some(dev));
+        assert!(init_by_type(DevType::CPU, None).is_null());
+    }
+
+    #[test]
+    fn registration_lookup_init_and_removal() {
+        let gpu = DeviceSpec { name: "RegTestGpu", dev_type: DevType::GPU, async_: false, events: false };
+        let accel = DeviceSpec { name: "RegTestAccel", dev_type: DevType::ACCEL, async_: false, events: false };
+        let reg = new_reg("RegTest", &[gpu, accel]);
+        assert_eq!(reg_by_name(b"regtest"), None);
+
+        register_backend(reg, None);
+        register_backend(reg, None);
+        assert_eq!(occurrences_of_reg(reg), 1);
+        assert_eq!(reg_by_name(b"REGTEST"), Some(reg));
+        assert!(reg_count() >= 2);
+
+        let gpu_dev = dev_by_name(b"regtestgpu").expect("GPU device");
+        let accel_dev = dev_by_name(b"RegTestAccel").expect("accelerator device");
+        assert_eq!(gpu_dev.reg(), reg.as_ptr());
+        register_device(accel_dev);
+        assert_eq!(occurrences_of_dev(accel_dev), 1);
+        assert_eq!(dev_by_type(DevType::GPU), Some(gpu_dev));
+        assert!((0..dev_count()).any(|i| dev_get(i) == accel_dev));
+
+        // SAFETY: test devices return live backends.
+        let be = unsafe { BackendPtr::from_raw(init_by_name(b"REGTESTACCEL", Some(c"bias=1"))) }.expect("backend");
+        assert_eq!(be.device(), accel_dev);
+        be.free();
+        // SAFETY: as above.
+        let best = unsafe { BackendPtr::from_raw(init_best()) }.expect("best backend");
+        assert_eq!(best.device(), gpu_dev);
+        best.free();
+        assert!(init_by_name(b"no-such-device", None).is_null());
+
+        unregister_backend(reg, true);
+        assert_eq!(occurrences_of_reg(reg), 0);
+        assert_eq!(occurrences_of_dev(gpu_dev), 0);
+        assert_eq!(occurrences_of_dev(accel_dev), 0);
+        assert_eq!(reg_by_name(b"RegTest"), None);
+        assert_eq!(dev_by_type(DevType::GPU), None);
+        // Unknown registries are reported, not fatal.
+        unregister_backend(reg, false);
+    }
+}

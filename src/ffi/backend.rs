@@ -1,0 +1,564 @@
+//! Backends, events, devices, registries and plugin loading (`ggml-backend.h`), plus the
+//! CPU registry entry point of `ggml-cpu.h`.
+
+use std::ffi::{CStr, OsStr, c_char, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::ptr::NonNull;
+
+use super::{c_str, context, tensor};
+use crate::backend::backend::{self as backend_ops, BackendPtr, EvalCallback, EventPtr, GraphCopy};
+use crate::backend::buffer::{BufferPtr, BufferTypePtr, Copy2d};
+use crate::backend::device::DevicePtr;
+use crate::backend::interface::{
+    Backend, Buffer, BufferType, DevProps, DevType, Device, Event, GraphPlan, GuidPtr, Reg, Status,
+};
+use crate::backend::registry::{self, RegPtr};
+use crate::backend::{cpu_device, loader, tallocr};
+use crate::core::context::Context;
+use crate::core::graph::{Graph, GraphPtr};
+use crate::core::tensor::Tensor;
+
+#[track_caller]
+fn backend(ptr: *mut Backend) -> BackendPtr {
+    // SAFETY: backends handed to the API come from a device's init_backend and are not freed.
+    match unsafe { BackendPtr::from_raw(ptr) } {
+        Some(b) => b,
+        None => crate::ggml_abort!("GGML_ASSERT(backend) failed"),
+    }
+}
+
+#[track_caller]
+fn device(ptr: *mut Device) -> DevicePtr {
+    // SAFETY: devices handed to the API belong to a registry that is still loaded.
+    match unsafe { DevicePtr::from_raw(ptr) } {
+        Some(d) => d,
+        None => crate::ggml_abort!("GGML_ASSERT(device) failed"),
+    }
+}
+
+#[track_caller]
+fn reg(ptr: *mut Reg) -> RegPtr {
+    // SAFETY: registries handed to the API are statics of a loaded backend.
+    match unsafe { RegPtr::from_raw(ptr) } {
+        Some(r) => r,
+        None => crate::ggml_abort!("GGML_ASSERT(reg) failed"),
+    }
+}
+
+#[track_caller]
+fn event(ptr: *mut Event) -> EventPtr {
+    // SAFETY: events handed to the API come from ggml_backend_event_new and are not freed.
+    match unsafe { EventPtr::from_raw(ptr) } {
+        Some(e) => e,
+        None => crate::ggml_abort!("GGML_ASSERT(event) failed"),
+    }
+}
+
+#[track_caller]
+fn buft(ptr: *mut BufferType) -> BufferTypePtr {
+    // SAFETY: buffer types handed to the API are statics of a backend, alive for the process.
+    match unsafe { BufferTypePtr::from_raw(ptr) } {
+        Some(b) => b,
+        None => crate::ggml_abort!("GGML_ASSERT(buft) failed"),
+    }
+}
+
+#[track_caller]
+fn graph(ptr: *mut Graph) -> GraphPtr {
+    match NonNull::new(ptr) {
+        // SAFETY: graphs handed to the API live in a context that is still alive.
+        Some(g) => unsafe { GraphPtr::new(g) },
+        None => crate::ggml_abort!("GGML_ASSERT(graph) failed"),
+    }
+}
+
+/// `len` bytes of caller memory at `ptr` (which may be NULL when `len` is 0).
+#[track_caller]
+fn host_bytes<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    // SAFETY: the caller provides `len` readable bytes at `ptr` (the API's contract), valid
+    // until the backend is synchronized.
+    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+}
+
+#[track_caller]
+fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
+    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    // SAFETY: the caller provides `len` writable bytes at `ptr`, not aliased during the call.
+    unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) }
+}
+
+/// Host bytes spanned by a 2-D copy's runs.
+#[track_caller]
+fn span_2d(c: &Copy2d) -> usize {
+    match crate::backend::buffer::strided_span(c.size, c.n_copies, c.stride_data) {
+        Some(n) => n,
+        None => crate::ggml_abort!("2-D copy of {} rows overflows the address space", c.n_copies),
+    }
+}
+
+/// An optional C string argument (NULL allowed).
+fn opt_c_str<'a>(ptr: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: non-null strings passed to ggml are NUL-terminated and outlive the call.
+    (!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) })
+}
+
+fn c_path<'a>(path: *const c_char) -> &'a Path {
+    Path::new(OsStr::from_bytes(c_str(path)))
+}
+
+// ---- backend (stream) ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_guid(b: *mut Backend) -> GuidPtr {
+    // SAFETY: as in `backend`; NULL is answered with NULL.
+    unsafe { BackendPtr::from_raw(b) }.map_or(std::ptr::null_mut(), BackendPtr::guid)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_name(b: *mut Backend) -> *const c_char {
+    // SAFETY: as in `backend`; NULL is answered with "NULL".
+    match unsafe { BackendPtr::from_raw(b) } {
+        Some(b) => b.name(),
+        None => c"NULL".as_ptr(),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_free(b: *mut Backend) {
+    // SAFETY: as in `backend`; NULL is ignored.
+    if let Some(b) = unsafe { BackendPtr::from_raw(b) } {
+        b.free();
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_get_default_buffer_type(b: *mut Backend) -> *mut BufferType {
+    backend(b).device().buffer_type()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_alloc_buffer(b: *mut Backend, size: usize) -> *mut Buffer {
+    backend(b).alloc_buffer(size).map_or(std::ptr::null_mut(), BufferPtr::as_ptr)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_get_alignment(b: *mut Backend) -> usize {
+    backend(b).alignment()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_get_max_size(b: *mut Backend) -> usize {
+    backend(b).max_size()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_tensor_set_async(
+    b: *mut Backend,
+    t: *mut Tensor,
+    data: *const c_void,
+    offset: usize,
+    size: usize,
+) {
+    let b = backend(b);
+    b.tensor_set_async(tensor(t), host_bytes(data, size), offset);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_tensor_get_async(
+    b: *mut Backend,
+    t: *const Tensor,
+    data: *mut c_void,
+    offset: usize,
+    size: usize,
+) {
+    let b = backend(b);
+    b.tensor_get_async(tensor(t), host_bytes_mut(data, size), offset);
+}
+
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn ggml_backend_tensor_set_2d_async(
+    b: *mut Backend,
+    t: *mut Tensor,
+    data: *const c_void,
+    offset: usize,
+    size: usize,
+    n_copies: usize,
+    stride_tensor: usize,
+    stride_data: usize,
+) {
+    let b = backend(b);
+    let c = Copy2d { offset, size, n_copies, stride_tensor, stride_data };
+    b.tensor_set_2d_async(tensor(t), host_bytes(data, span_2d(&c)), c);
+}
+
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub extern "C" fn ggml_backend_tensor_get_2d_async(
+    b: *mut Backend,
+    t: *const Tensor,
+    data: *mut c_void,
+    offset: usize,
+    size: usize,
+    n_copies: usize,
+    stride_tensor: usize,
+    stride_data: usize,
+) {
+    let b = backend(b);
+    let c = Copy2d { offset, size, n_copies, stride_tensor, stride_data };
+    b.tensor_get_2d_async(tensor(t), host_bytes_mut(data, span_2d(&c)), c);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_tensor_copy_async(
+    backend_src: *mut Backend,
+    backend_dst: *mut Backend,
+    src: *const Tensor,
+    dst: *mut Tensor,
+) {
+    // SAFETY: as in `backend`; ggml only requires the backends where it uses them.
+    let (backend_src, backend_dst) = unsafe { (BackendPtr::from_raw(backend_src), BackendPtr::from_raw(backend_dst)) };
+    backend_ops::tensor_copy_async(backend_src, backend_dst, tensor(src), tensor(dst));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_synchronize(b: *mut Backend) {
+    backend(b).synchronize();
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_graph_plan_create(b: *mut Backend, g: *mut Graph) -> GraphPlan {
+    let b = backend(b);
+    b.graph_plan_create(&graph(g))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_graph_plan_free(b: *mut Backend, plan: GraphPlan) {
+    let b = backend(b);
+    // SAFETY: C callers pass plans made by this backend's graph_plan_create (ggml's contract).
+    unsafe { b.graph_plan_free(plan) };
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_graph_plan_compute(b: *mut Backend, plan: GraphPlan) -> Status {
+    let b = backend(b);
+    // SAFETY: as in ggml_backend_graph_plan_free.
+    unsafe { b.graph_plan_compute(plan) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_graph_compute(b: *mut Backend, g: *mut Graph) -> Status {
+    let b = backend(b);
+    b.graph_compute(graph(g).get_mut())
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_graph_compute_async(b: *mut Backend, g: *mut Graph) -> Status {
+    let b = backend(b);
+    b.graph_compute_async(graph(g).get_mut())
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_supports_op(b: *mut Backend, op: *const Tensor) -> bool {
+    backend(b).supports_op(tensor(op))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_supports_buft(b: *mut Backend, bt: *mut BufferType) -> bool {
+    backend(b).supports_buft(buft(bt))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_offload_op(b: *mut Backend, op: *const Tensor) -> bool {
+    backend(b).offload_op(tensor(op))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_get_device(b: *mut Backend) -> *mut Device {
+    backend(b).device_ptr()
+}
+
+/// `ggml_backend_alloc_ctx_tensors`: the context's tensors in one buffer of the backend's
+/// default type.
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_alloc_ctx_tensors(ctx: *mut Context, b: *mut Backend) -> *mut Buffer {
+    let buft = backend(b).default_buffer_type();
+    tallocr::alloc_ctx_tensors(context(ctx), buft).map_or(std::ptr::null_mut(), BufferPtr::as_ptr)
+}
+
+// ---- events ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_event_new(d: *mut Device) -> *mut Event {
+    // SAFETY: as in `device`; a NULL device gets no event.
+    backend_ops::event_new(unsafe { DevicePtr::from_raw(d) })
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_event_free(e: *mut Event) {
+    // SAFETY: as in `event`; NULL is ignored.
+    if let Some(e) = unsafe { EventPtr::from_raw(e) } {
+        e.free();
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_event_record(e: *mut Event, b: *mut Backend) {
+    backend(b).event_record(e);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_event_synchronize(e: *mut Event) {
+    event(e).synchronize();
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_event_wait(b: *mut Backend, e: *mut Event) {
+    backend(b).event_wait(e);
+}
+
+// ---- devices ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_name(d: *mut Device) -> *const c_char {
+    device(d).name()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_description(d: *mut Device) -> *const c_char {
+    device(d).description()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_memory(d: *mut Device, free: *mut usize, total: *mut usize) {
+    let (f, t) = device(d).memory();
+    crate::ggml_assert!(!free.is_null() && !total.is_null(), "NULL memory out-pointer");
+    // SAFETY: checked non-null; the caller provides the two values to fill.
+    unsafe {
+        *free = f;
+        *total = t;
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_type(d: *mut Device) -> DevType {
+    device(d).dev_type()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_get_props(d: *mut Device, props: *mut DevProps) {
+    let p = device(d).props();
+    crate::ggml_assert!(!props.is_null(), "NULL props out-pointer");
+    // SAFETY: checked non-null; the caller provides a struct to fill.
+    unsafe { props.write(p) };
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_backend_reg(d: *mut Device) -> *mut Reg {
+    device(d).reg()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_init(d: *mut Device, params: *const c_char) -> *mut Backend {
+    device(d).init_backend(opt_c_str(params))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_buffer_type(d: *mut Device) -> *mut BufferType {
+    device(d).buffer_type()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_host_buffer_type(d: *mut Device) -> *mut BufferType {
+    device(d).host_buffer_type().map_or(std::ptr::null_mut(), BufferTypePtr::as_ptr)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_buffer_from_host_ptr(
+    d: *mut Device,
+    ptr: *mut c_void,
+    size: usize,
+    max_tensor_size: usize,
+) -> *mut Buffer {
+    let d = device(d);
+    // SAFETY: the caller hands over `size` bytes at `ptr` for the buffer's lifetime (ggml's
+    // contract).
+    unsafe { d.buffer_from_host_ptr(ptr, size, max_tensor_size) }.map_or(std::ptr::null_mut(), BufferPtr::as_ptr)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_supports_op(d: *mut Device, op: *const Tensor) -> bool {
+    device(d).supports_op(tensor(op))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_supports_buft(d: *mut Device, bt: *mut BufferType) -> bool {
+    device(d).supports_buft(buft(bt))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_offload_op(d: *mut Device, op: *const Tensor) -> bool {
+    device(d).offload_op(tensor(op))
+}
+
+// ---- registries ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_reg_name(r: *mut Reg) -> *const c_char {
+    reg(r).name()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_reg_dev_count(r: *mut Reg) -> usize {
+    reg(r).dev_count()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_reg_dev_get(r: *mut Reg, index: usize) -> *mut Device {
+    reg(r).dev_get(index)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_reg_get_proc_address(r: *mut Reg, name: *const c_char) -> *mut c_void {
+    let r = reg(r);
+    match opt_c_str(name) {
+        Some(name) => r.proc_address(name),
+        None => crate::ggml_abort!("NULL function name passed to ggml_backend_reg_get_proc_address"),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_register(r: *mut Reg) {
+    // SAFETY: as in `reg`; NULL is ignored, as in ggml.
+    if let Some(r) = unsafe { RegPtr::from_raw(r) } {
+        registry::register_backend(r, None);
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_device_register(d: *mut Device) {
+    registry::register_device(device(d));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_reg_count() -> usize {
+    registry::reg_count()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_reg_get(index: usize) -> *mut Reg {
+    registry::reg_get(index).as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_reg_by_name(name: *const c_char) -> *mut Reg {
+    registry::reg_by_name(c_str(name)).map_or(std::ptr::null_mut(), RegPtr::as_ptr)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_count() -> usize {
+    registry::dev_count()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_get(index: usize) -> *mut Device {
+    registry::dev_get(index).as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_by_name(name: *const c_char) -> *mut Device {
+    registry::dev_by_name(c_str(name)).map_or(std::ptr::null_mut(), DevicePtr::as_ptr)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_dev_by_type(t: DevType) -> *mut Device {
+    registry::dev_by_type(t).map_or(std::ptr::null_mut(), DevicePtr::as_ptr)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_init_by_name(name: *const c_char, params: *const c_char) -> *mut Backend {
+    registry::init_by_name(c_str(name), opt_c_str(params))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_init_by_type(t: DevType, params: *const c_char) -> *mut Backend {
+    registry::init_by_type(t, opt_c_str(params))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_init_best() -> *mut Backend {
+    registry::init_best()
+}
+
+// ---- plugins ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_load(path: *const c_char) -> *mut Reg {
+    loader::load(c_path(path), false).map_or(std::ptr::null_mut(), RegPtr::as_ptr)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_unload(r: *mut Reg) {
+    loader::unload(reg(r));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_load_all() {
+    loader::load_all_from_path(None);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_load_all_from_path(dir_path: *const c_char) {
+    let dir = (!dir_path.is_null()).then(|| c_path(dir_path));
+    loader::load_all_from_path(dir);
+}
+
+// ---- CPU registry ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cpu_reg() -> *mut Reg {
+    cpu_device::cpu_reg().as_ptr()
+}
+
+// ---- utilities ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_graph_copy(b: *mut Backend, g: *mut Graph) -> GraphCopy {
+    let b = backend(b);
+    backend_ops::graph_copy(b, &graph(g))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_graph_copy_free(copy: GraphCopy) {
+    copy.free();
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_compare_graph_backend(
+    backend1: *mut Backend,
+    backend2: *mut Backend,
+    g: *mut Graph,
+    callback: EvalCallback,
+    user_data: *mut c_void,
+    test_nodes: *const *const Tensor,
+    num_test_nodes: usize,
+) -> bool {
+    let test_nodes: &[*const Tensor] = if num_test_nodes == 0 {
+        &[]
+    } else {
+        crate::ggml_assert!(!test_nodes.is_null(), "NULL test_nodes with num_test_nodes = {}", num_test_nodes);
+        // SAFETY: the caller passes an array of num_test_nodes tensor pointers.
+        unsafe { std::slice::from_raw_parts(test_nodes, num_test_nodes) }
+    };
+    let (backend1, backend2, g) = (backend(backend1), backend(backend2), graph(g));
+    // SAFETY: the caller's callback is made for its own user_data (ggml's contract).
+    unsafe { backend_ops::compare_graph_backend(backend1, backend2, g, callback, user_data, test_nodes) }
+}
