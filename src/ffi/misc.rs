@@ -96,6 +96,53 @@ pub extern "C" fn ggml_threadpool_params_match(p0: *const ThreadpoolParams, p1: 
     }
 }
 
+/// Cache-line aligned allocation for backends (`ggml_aligned_malloc`); NULL for 0 bytes.
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_aligned_malloc(size: usize) -> *mut std::ffi::c_void {
+    if size == 0 {
+        crate::log_warn!("Behavior may be unexpected when allocating 0 bytes for ggml_aligned_malloc!\n");
+        return std::ptr::null_mut();
+    }
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: posix_memalign writes one pointer into `ptr`; 64 is a power of two multiple of
+    // the pointer size.
+    let result = unsafe { libc::posix_memalign(&mut ptr, 64, size) };
+    if result != 0 {
+        crate::log_error!("ggml_aligned_malloc: failed to allocate {:6.2} MB\n", size as f64 / (1024.0 * 1024.0));
+        return std::ptr::null_mut();
+    }
+    ptr
+}
+
+/// Frees memory from [`ggml_aligned_malloc`]; the size is unused on Linux.
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_aligned_free(ptr: *mut std::ffi::c_void, _size: usize) {
+    // SAFETY: `ptr` is NULL or came from posix_memalign in ggml_aligned_malloc.
+    unsafe { libc::free(ptr) };
+}
+
+/// The process-wide lock that backends take around one-time initialisation. A pthread mutex
+/// rather than a Rust one because it is locked and unlocked in separate C calls.
+static CRITICAL_SECTION: CriticalSection = CriticalSection(std::cell::UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+
+struct CriticalSection(std::cell::UnsafeCell<libc::pthread_mutex_t>);
+
+// SAFETY: a pthread mutex is made to be shared between threads; it is only touched through
+// pthread_mutex_lock/unlock.
+unsafe impl Sync for CriticalSection {}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_critical_section_start() {
+    // SAFETY: the mutex is statically initialised and never moved.
+    unsafe { libc::pthread_mutex_lock(CRITICAL_SECTION.0.get()) };
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_critical_section_end() {
+    // SAFETY: as above; callers pair this with ggml_critical_section_start.
+    unsafe { libc::pthread_mutex_unlock(CRITICAL_SECTION.0.get()) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +155,15 @@ mod tests {
         assert!(a.matches(&b));
         b.cpumask[3] = true;
         assert!(!a.matches(&b));
+    }
+
+    #[test]
+    fn aligned_allocations_are_aligned() {
+        let p = ggml_aligned_malloc(100);
+        assert_eq!(p as usize % 64, 0);
+        ggml_aligned_free(p, 100);
+        assert!(ggml_aligned_malloc(0).is_null());
+        ggml_critical_section_start();
+        ggml_critical_section_end();
     }
 }
