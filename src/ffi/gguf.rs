@@ -493,3 +493,11 @@ pub extern "C" fn gguf_get_meta_data(ctx: *const GgufContext, data: *mut c_void)
     // SAFETY: the caller provides gguf_get_meta_size() writable bytes at `data`.
     unsafe { std::ptr::copy_nonoverlapping(meta.as_ptr(), data.cast::<u8>(), meta.len()) };
 }
+
+/// `size_t gguf_type_size(enum gguf_type)`: declared by ggml's internal C++ header and exported
+/// by the reference under its C++ (Itanium-mangled) name, which ggml's own tests and tools link
+/// against. Bytes of one element; 0 for strings, arrays and unknown types.
+#[unsafe(export_name = "_Z14gguf_type_size9gguf_type")]
+pub extern "C" fn gguf_type_size_cpp(type_: GgufType) -> usize {
+    type_.size()
+}
