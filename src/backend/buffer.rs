@@ -232,7 +232,8 @@ impl BufferPtr {
     /// The start of the buffer's memory; null for a zero-sized buffer or one without `get_base`
     /// (a multi-buffer).
     pub fn base(self) -> *mut c_void {
-        if self.size == 0 {
+        // A meta buffer has a base even when empty: its tensors' addresses are offsets from it.
+        if self.size == 0 && !crate::backend::meta::buffer_is_meta(self) {
             return std::ptr::null_mut();
         }
         let Some(get_base) = self.iface.get_base else {
@@ -289,6 +290,8 @@ impl BufferPtr {
         unsafe { (*self.as_ptr()).usage = usage };
         if self.is_multi_buffer() {
             multi_buffer_set_usage(self, usage);
+        } else if crate::backend::meta::buffer_is_meta(self) {
+            crate::backend::meta::buffer_set_usage(self, usage);
         }
     }
 
@@ -607,7 +610,7 @@ pub fn tensor_alloc(buffer: BufferPtr, tensor: TensorPtr, addr: *mut c_void) -> 
     crate::ggml_assert!(at >= base, "address {:#x} is below the buffer's base {:#x}", at, base);
     let end = at.checked_add(buffer.alloc_size(tensor));
     crate::ggml_assert!(
-        end.is_some_and(|e| e <= base + buffer.size()),
+        crate::backend::meta::buffer_is_meta(buffer) || end.is_some_and(|e| e <= base + buffer.size()),
         "tensor {} does not fit in the buffer at offset {}",
         tensor.name(),
         at - base

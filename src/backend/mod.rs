@@ -22,3 +22,4 @@ pub mod registry;
 pub mod sched;
 #[cfg(test)]
 pub mod test_backend;
+pub mod meta;

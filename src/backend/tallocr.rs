@@ -146,6 +146,9 @@ pub fn alloc_ctx_tensors_size(ctx: &Context, buft: BufferTypePtr) -> usize {
 /// initialises its views. One buffer normally; a multi-buffer when the tensors exceed the
 /// type's maximum size. `None` when nothing needed memory or an allocation failed.
 pub fn alloc_ctx_tensors(ctx: &Context, buft: BufferTypePtr) -> Option<BufferPtr> {
+    if crate::backend::meta::buft_is_meta(buft) {
+        return Some(crate::backend::meta::alloc_ctx_tensors(ctx, buft));
+    }
     let (_, buffers) = alloc_ctx_tensors_impl(ctx, buft, true).ok()?;
     match buffers.len() {
         0 => None,

@@ -12,6 +12,7 @@ pub mod backend;
 pub mod context;
 pub mod gguf;
 pub mod graph;
+pub mod meta;
 pub mod misc;
 pub mod ops_a;
 pub mod ops_b;

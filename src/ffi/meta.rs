@@ -1,0 +1,104 @@
+//! The meta device, buffer and backend (`ggml-backend.h`'s "Meta backend" section and the
+//! meta helpers of `ggml-backend-impl.h`).
+
+use std::ffi::c_char;
+
+use crate::backend::backend::BackendPtr;
+use crate::backend::buffer::{BufferPtr, BufferTypePtr};
+use crate::backend::device::DevicePtr;
+use crate::backend::interface::{Backend, Buffer, BufferType, BufferUsage, Device};
+use crate::backend::meta::{self, GetSplitStateFn, SplitAxis};
+use crate::core::context::Context;
+use crate::ffi::context;
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_meta_split_axis_name(split_axis: SplitAxis) -> *const c_char {
+    match split_axis.name() {
+        Some(name) => name.as_ptr(),
+        None => crate::ggml_abort!("fatal error"),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_meta_device(
+    devs: *mut *mut Device,
+    n_devs: usize,
+    get_split_state: Option<GetSplitStateFn>,
+    get_split_state_ud: *mut std::ffi::c_void,
+) -> *mut Device {
+    crate::ggml_assert!(n_devs <= meta::MAX_DEVICES, "GGML_ASSERT(n_devs <= GGML_BACKEND_META_MAX_DEVICES) failed");
+    crate::ggml_assert!(n_devs == 0 || !devs.is_null(), "GGML_ASSERT(devs) failed");
+    let raw: &[*mut Device] = if n_devs == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller passes an array of `n_devs` device pointers.
+        unsafe { std::slice::from_raw_parts(devs, n_devs) }
+    };
+    let simple: Vec<DevicePtr> = raw
+        .iter()
+        // SAFETY: devices handed to the API belong to a registry that is still loaded.
+        .map(|&d| match unsafe { DevicePtr::from_raw(d) } {
+            Some(d) => d,
+            None => crate::ggml_abort!("GGML_ASSERT(dev) failed"),
+        })
+        .collect();
+    meta::meta_device(&simple, get_split_state, get_split_state_ud).as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_is_meta(backend: *mut Backend) -> bool {
+    // SAFETY: a non-null backend handed to the API is live.
+    unsafe { BackendPtr::from_raw(backend) }.is_some_and(meta::backend_is_meta)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buffer_is_meta(buf: *mut Buffer) -> bool {
+    // SAFETY: a non-null buffer handed to the API is live.
+    unsafe { BufferPtr::from_raw(buf) }.is_some_and(meta::buffer_is_meta)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_buft_is_meta(buft: *mut BufferType) -> bool {
+    // SAFETY: a non-null buffer type handed to the API is live.
+    unsafe { BufferTypePtr::from_raw(buft) }.is_some_and(meta::buft_is_meta)
+}
+
+#[track_caller]
+fn meta_backend(ptr: *mut Backend) -> BackendPtr {
+    // SAFETY: backends handed to the API come from a device's init_backend and are not freed.
+    match unsafe { BackendPtr::from_raw(ptr) } {
+        Some(b) => b,
+        None => crate::ggml_abort!("GGML_ASSERT(ggml_backend_is_meta(meta_backend)) failed"),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_meta_n_backends(meta_backend_: *mut Backend) -> usize {
+    meta::meta_n_backends(meta_backend(meta_backend_))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_meta_simple_backend(meta_backend_: *mut Backend, index: usize) -> *mut Backend {
+    meta::meta_simple_backend(meta_backend(meta_backend_), index).as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_meta_buffer_set_usage(buffer: *mut Buffer, usage: BufferUsage) {
+    // SAFETY: a non-null buffer handed to the API is live.
+    match unsafe { BufferPtr::from_raw(buffer) } {
+        Some(b) if meta::buffer_is_meta(b) => meta::buffer_set_usage(b, usage),
+        _ => crate::ggml_abort!("GGML_ASSERT(ggml_backend_buffer_is_meta(buffer)) failed"),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_meta_alloc_ctx_tensors_from_buft(
+    ctx: *mut Context,
+    buft: *mut BufferType,
+) -> *mut Buffer {
+    // SAFETY: a non-null buffer type handed to the API is alive for the process.
+    match unsafe { BufferTypePtr::from_raw(buft) } {
+        Some(b) if meta::buft_is_meta(b) => meta::alloc_ctx_tensors(context(ctx), b).as_ptr(),
+        _ => crate::ggml_abort!("GGML_ASSERT(ggml_backend_buft_is_meta(buft)) failed"),
+    }
+}
