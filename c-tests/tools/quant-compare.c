@@ -96,7 +96,8 @@ static float bits_f32(uint32_t u) {
 // compared only for these (the other types get theirs in later work).
 static const enum ggml_type IMPLEMENTED[] = {
     GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,
-    GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_1,
+    GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_1, GGML_TYPE_Q2_K,
+    GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_Q8_K,
 };
 #define N_IMPLEMENTED (sizeof(IMPLEMENTED) / sizeof(IMPLEMENTED[0]))
 
@@ -280,7 +281,8 @@ static void fill_weights(enum weights w, float * q, size_t n, uint64_t seed) {
 
 static const enum ggml_type CHUNK_TYPES[] = {
     GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_1,
-    GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0,
+    GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
+    GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K,
 };
 #define N_CHUNK_TYPES (sizeof(CHUNK_TYPES) / sizeof(CHUNK_TYPES[0]))
 
@@ -351,21 +353,26 @@ static void quantize_case(enum ggml_type type, enum dataset ds, enum weights w, 
 static void compare_quantization(void) {
     printf("== ggml_quantize_chunk\n");
     static const int64_t ROW_LENGTHS[] = { 32, 96, 256 };
+    // super-block types: rows are whole super-blocks
+    static const int64_t ROW_LENGTHS_K[] = { 256, 512, 768 };
     for (size_t ti = 0; ti < N_CHUNK_TYPES; ++ti) {
         const enum ggml_type type = CHUNK_TYPES[ti];
+        const bool super_blocks = ggml_blck_size(type) == 256;
+        const int64_t * row_lengths = super_blocks ? ROW_LENGTHS_K : ROW_LENGTHS;
+        const int64_t short_row = super_blocks ? 256 : 64;
         for (int ds = 0; ds < DS_COUNT; ++ds) {
             for (int w = 0; w < W_COUNT; ++w) {
                 for (size_t li = 0; li < sizeof(ROW_LENGTHS) / sizeof(ROW_LENGTHS[0]); ++li) {
                     for (uint64_t seed = 1; seed <= 2; ++seed) {
-                        quantize_case(type, (enum dataset) ds, (enum weights) w, ROW_LENGTHS[li], 4, 0, 4,
+                        quantize_case(type, (enum dataset) ds, (enum weights) w, row_lengths[li], 4, 0, 4,
                                       seed + 10 * li);
                     }
                 }
             }
         }
         // a chunk starting at a later row, and a long row
-        quantize_case(type, DS_NORMAL, W_NONE, 64, 5, 2, 3, 3);
-        quantize_case(type, DS_NORMAL, W_RANDOM, 64, 5, 2, 3, 3);
+        quantize_case(type, DS_NORMAL, W_NONE, short_row, 5, 2, 3, 3);
+        quantize_case(type, DS_NORMAL, W_RANDOM, short_row, 5, 2, 3, 3);
         quantize_case(type, DS_MIXED_SCALE, W_RANDOM, 4096, 2, 0, 2, 4);
         quantize_case(type, DS_UNIFORM, W_NONE, 4096, 2, 1, 1, 5);
     }
@@ -382,6 +389,27 @@ static void compare_quantization(void) {
             printf("q8_1 %-11s %016" PRIx64 "\n", DS_NAMES[ds], hash(y, sizeof(y)));
             print_hex("first bytes", y, 40);
         }
+    }
+}
+
+// q8_K has no traits converters; its exported row functions are not in ggml.h
+void quantize_row_q8_K_ref(const float * x, void * y, int64_t k);
+void dequantize_row_q8_K(const void * x, float * y, int64_t k);
+
+static void compare_q8_K(void) {
+    printf("== q8_K through quantize_row_q8_K_ref / dequantize_row_q8_K\n");
+    float x[512];
+    float back[512];
+    uint8_t y[292 * 2];
+    for (int ds = 0; ds < DS_COUNT; ++ds) {
+        fill((enum dataset) ds, x, 512, 11);
+        // all-zero blocks leave bsums unwritten: the fill shows that
+        memset(y, 0xa5, sizeof(y));
+        quantize_row_q8_K_ref(x, y, 512);
+        dequantize_row_q8_K(y, back, 512);
+        printf("q8_K %-11s %016" PRIx64 " deq %016" PRIx64 "\n", DS_NAMES[ds], hash(y, sizeof(y)),
+            hash(back, sizeof(back)));
+        print_hex("first bytes", y, 40);
     }
 }
 
@@ -508,6 +536,7 @@ int main(int argc, char ** argv) {
     compare_traits();
     compare_halves();
     compare_quantization();
+    compare_q8_K();
     compare_validation();
     ggml_quantize_free();
     printf("== done\n");

@@ -5,6 +5,7 @@ use std::ffi::c_void;
 
 use crate::core::types::Type;
 use crate::quants::half::{self, Bf16};
+use crate::quants::k_quants::{self, BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K};
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
@@ -315,4 +316,141 @@ pub extern "C" fn quantize_q8_0(
     quant_weights: *const f32,
 ) -> usize {
     quantize_weighted::<BlockQ8_0>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+// ---- K-quants (super-blocks of 256) ----
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_row_q2_K_ref(x: *const f32, y: *mut BlockQ2K, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn dequantize_row_q2_K(x: *const BlockQ2K, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_q2_K(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ2K>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_row_q3_K_ref(x: *const f32, y: *mut BlockQ3K, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn dequantize_row_q3_K(x: *const BlockQ3K, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_q3_K(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ3K>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_row_q4_K_ref(x: *const f32, y: *mut BlockQ4K, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn dequantize_row_q4_K(x: *const BlockQ4K, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_q4_K(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ4K>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_row_q5_K_ref(x: *const f32, y: *mut BlockQ5K, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn dequantize_row_q5_K(x: *const BlockQ5K, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_q5_K(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ5K>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_row_q6_K_ref(x: *const f32, y: *mut BlockQ6K, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn dequantize_row_q6_K(x: *const BlockQ6K, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_q6_K(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ6K>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+/// Unlike the generic row quantizer, keeps the `bsums` of all-zero blocks as they were (ggml
+/// leaves them unwritten).
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn quantize_row_q8_K_ref(x: *const f32, y: *mut BlockQ8K, k: i64) {
+    let blocks = slice_mut(y, blocks_for::<BlockQ8K>(k));
+    k_quants::quantize_row_q8_k(slice(x, k), blocks);
+}
+
+#[unsafe(no_mangle)]
+#[allow(non_snake_case)]
+pub extern "C" fn dequantize_row_q8_K(x: *const BlockQ8K, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
 }

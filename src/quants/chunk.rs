@@ -2,6 +2,7 @@
 //! type, optionally guided by an importance matrix.
 
 use super::half::{fp32_to_bf16, fp32_to_fp16};
+use super::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
 use super::q4::{BlockQ4_0, BlockQ4_1};
 use super::q5::{BlockQ5_0, BlockQ5_1};
 use super::q8::BlockQ8_0;
@@ -24,6 +25,11 @@ pub fn is_supported(ty: Type) -> bool {
         Type::Q5_0,
         Type::Q5_1,
         Type::Q8_0,
+        Type::Q2_K,
+        Type::Q3_K,
+        Type::Q4_K,
+        Type::Q5_K,
+        Type::Q6_K,
     ]
     .contains(&ty)
 }
@@ -37,11 +43,6 @@ fn is_quantization_target(ty: Type) -> bool {
             Type::Q2_0,
             Type::MXFP4,
             Type::NVFP4,
-            Type::Q2_K,
-            Type::Q3_K,
-            Type::Q4_K,
-            Type::Q5_K,
-            Type::Q6_K,
             Type::TQ1_0,
             Type::TQ2_0,
             Type::IQ2_XXS,
@@ -96,6 +97,11 @@ pub fn quantize_chunk(
         Type::Q5_0 => quantize_rows::<BlockQ5_0>(src, blocks_mut(dst), n_per_row, imatrix),
         Type::Q5_1 => quantize_rows::<BlockQ5_1>(src, blocks_mut(dst), n_per_row, imatrix),
         Type::Q8_0 => quantize_rows::<BlockQ8_0>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q2_K => quantize_rows::<BlockQ2K>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q3_K => quantize_rows::<BlockQ3K>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q4_K => quantize_rows::<BlockQ4K>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q5_K => quantize_rows::<BlockQ5K>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q6_K => quantize_rows::<BlockQ6K>(src, blocks_mut(dst), n_per_row, imatrix),
         Type::F16 => store_elements(src, dst, |x| fp32_to_fp16(x).to_le_bytes()),
         Type::BF16 => store_elements(src, dst, |x| fp32_to_bf16(x).bits.to_le_bytes()),
         _ => store_elements(src, dst, f32::to_le_bytes), // F32
@@ -165,6 +171,13 @@ mod tests {
                 quantize_chunk(ty, &src, &mut dst, 64, Some(&imatrix)),
                 dst.len()
             );
+        }
+        let src: Vec<f32> = (0..1024).map(|i| (i as f32 * 0.37).sin()).collect();
+        let imatrix = vec![1.0f32; 512];
+        for ty in [Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q5_K, Type::Q6_K] {
+            let mut dst = vec![0u8; ty.row_size(1024)];
+            assert_eq!(quantize_chunk(ty, &src, &mut dst, 512, None), dst.len());
+            assert_eq!(quantize_chunk(ty, &src, &mut dst, 512, Some(&imatrix)), dst.len());
         }
     }
 }

@@ -1,13 +1,14 @@
 //! Element formats: 16-bit floats and the block-quantized types, their conversions to and
 //! from `f32`, and the per-type tables the C API exposes.
 //!
-//! Each block format is one type implementing [`BlockFormat`] (in `q4`, `q5`, `q8`); the row
-//! helpers here lay those blocks over byte buffers and walk rows of them. `chunk` is
-//! `ggml_quantize_chunk`, `traits` the `struct ggml_type_traits` table, `validate` the
-//! NaN/inf scan of `ggml_validate_row_data`.
+//! Each block format is one type implementing [`BlockFormat`] (in `q4`, `q5`, `q8`, and the
+//! super-block formats in `k_quants`); the row helpers here lay those blocks over byte buffers
+//! and walk rows of them. `chunk` is `ggml_quantize_chunk`, `traits` the `struct
+//! ggml_type_traits` table, `validate` the NaN/inf scan of `ggml_validate_row_data`.
 
 pub mod chunk;
 pub mod half;
+pub mod k_quants;
 pub mod q4;
 pub mod q5;
 pub mod q8;

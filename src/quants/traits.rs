@@ -89,6 +89,26 @@ fn converters(ty: Type) -> (Option<ToFloatFn>, Option<FromFloatFn>) {
             Some(from_float(rows::quantize_row_q8_0_ref)),
         ),
         Type::Q8_1 => (None, Some(from_float(rows::quantize_row_q8_1_ref))),
+        Type::Q2_K => (
+            Some(to_float(rows::dequantize_row_q2_K)),
+            Some(from_float(rows::quantize_row_q2_K_ref)),
+        ),
+        Type::Q3_K => (
+            Some(to_float(rows::dequantize_row_q3_K)),
+            Some(from_float(rows::quantize_row_q3_K_ref)),
+        ),
+        Type::Q4_K => (
+            Some(to_float(rows::dequantize_row_q4_K)),
+            Some(from_float(rows::quantize_row_q4_K_ref)),
+        ),
+        Type::Q5_K => (
+            Some(to_float(rows::dequantize_row_q5_K)),
+            Some(from_float(rows::quantize_row_q5_K_ref)),
+        ),
+        Type::Q6_K => (
+            Some(to_float(rows::dequantize_row_q6_K)),
+            Some(from_float(rows::quantize_row_q6_K_ref)),
+        ),
         _ => (None, None),
     }
 }
@@ -120,7 +140,8 @@ mod tests {
         let f32_traits = type_traits(Type::F32);
         assert!(f32_traits.to_float.is_none() && f32_traits.from_float_ref.is_none());
         assert!(type_traits(Type::Q8_1).to_float.is_none());
-        assert!(type_traits(Type::Q4_K).to_float.is_none());
+        assert!(type_traits(Type::IQ2_XXS).to_float.is_none());
+        assert!(type_traits(Type::Q8_K).from_float_ref.is_none());
         assert_eq!(type_traits(Type(4)).blck_size, 0);
     }
 
