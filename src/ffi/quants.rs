@@ -4,11 +4,15 @@
 use std::ffi::c_void;
 
 use crate::core::types::Type;
+use crate::quants::fp4::{BlockMxfp4, BlockNvfp4};
 use crate::quants::half::{self, Bf16};
+use crate::quants::iq4::{self, BlockIq4Nl, BlockIq4Xs};
 use crate::quants::k_quants::{self, BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K};
+use crate::quants::low_bit::{BlockQ1_0, BlockQ2_0};
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
+use crate::quants::ternary::{BlockTq1_0, BlockTq2_0};
 use crate::quants::traits::TypeTraits;
 use crate::quants::{self, BlockFormat, chunk, validate};
 
@@ -177,6 +181,22 @@ fn quantize_weighted<B: BlockFormat>(
     n_per_row: i64,
     quant_weights: *const f32,
 ) -> usize {
+    quantize_weighted_with(src, dst, nrow, n_per_row, quant_weights, quants::quantize_rows::<B>)
+}
+
+/// A format's whole-row quantizer: rows of `n_per_row` values into blocks, with an optional
+/// importance matrix; returns the bytes written (`quants::quantize_rows`' signature).
+type RowQuantizer<B> = fn(&[f32], &mut [B], usize, Option<&[f32]>) -> usize;
+
+/// [`quantize_weighted`] through a format's own row quantizer.
+fn quantize_weighted_with<B: BlockFormat>(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+    rows: RowQuantizer<B>,
+) -> usize {
     crate::ggml_assert!(
         nrow >= 0 && n_per_row > 0,
         "{} rows of {} values",
@@ -193,7 +213,7 @@ fn quantize_weighted<B: BlockFormat>(
     let n = n.unwrap_or(0);
     let weights = (!quant_weights.is_null()).then(|| slice(quant_weights, n_per_row));
     let blocks = slice_mut(dst.cast::<B>(), blocks_for::<B>(n));
-    quants::quantize_rows(slice(src, n), blocks, n_per_row as usize, weights)
+    rows(slice(src, n), blocks, n_per_row as usize, weights)
 }
 
 #[track_caller]
@@ -453,4 +473,176 @@ pub extern "C" fn quantize_row_q8_K_ref(x: *const f32, y: *mut BlockQ8K, k: i64)
 #[allow(non_snake_case)]
 pub extern "C" fn dequantize_row_q8_K(x: *const BlockQ8K, y: *mut f32, k: i64) {
     dequantize_row(x, y, k);
+}
+
+// ---- q1_0, q2_0, mxfp4, nvfp4, tq1_0, tq2_0, iq4_nl, iq4_xs ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_q1_0_ref(x: *const f32, y: *mut BlockQ1_0, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_q1_0(x: *const BlockQ1_0, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_q1_0(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ1_0>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_q2_0_ref(x: *const f32, y: *mut BlockQ2_0, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_q2_0(x: *const BlockQ2_0, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_q2_0(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockQ2_0>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_mxfp4_ref(x: *const f32, y: *mut BlockMxfp4, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_mxfp4(x: *const BlockMxfp4, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_mxfp4(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockMxfp4>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_nvfp4_ref(x: *const f32, y: *mut BlockNvfp4, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_nvfp4(x: *const BlockNvfp4, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_nvfp4(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockNvfp4>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_tq1_0_ref(x: *const f32, y: *mut BlockTq1_0, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_tq1_0(x: *const BlockTq1_0, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_tq1_0(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockTq1_0>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_tq2_0_ref(x: *const f32, y: *mut BlockTq2_0, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_tq2_0(x: *const BlockTq2_0, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_tq2_0(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockTq2_0>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+/// Not the generic row quantizer: an all-zero block repeats the codes of the block before it.
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_iq4_nl_ref(x: *const f32, y: *mut BlockIq4Nl, k: i64) {
+    let blocks = slice_mut(y, blocks_for::<BlockIq4Nl>(k));
+    iq4::quantize_row_nl_ref(slice(x, k), blocks);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_iq4_nl(x: *const BlockIq4Nl, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_iq4_nl(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted_with(src, dst, nrow, n_per_row, quant_weights, iq4::quantize_rows_nl)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_iq4_xs_ref(x: *const f32, y: *mut BlockIq4Xs, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_iq4_xs(x: *const BlockIq4Xs, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_iq4_xs(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockIq4Xs>(src, dst, nrow, n_per_row, quant_weights)
 }

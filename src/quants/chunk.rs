@@ -1,11 +1,15 @@
 //! `ggml_quantize_chunk` and its companions: converting whole rows of `f32` to any storage
 //! type, optionally guided by an importance matrix.
 
+use super::fp4::{BlockMxfp4, BlockNvfp4};
 use super::half::{fp32_to_bf16, fp32_to_fp16};
+use super::iq4::{self, BlockIq4Xs};
 use super::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
+use super::low_bit::{BlockQ1_0, BlockQ2_0};
 use super::q4::{BlockQ4_0, BlockQ4_1};
 use super::q5::{BlockQ5_0, BlockQ5_1};
 use super::q8::BlockQ8_0;
+use super::ternary::{BlockTq1_0, BlockTq2_0};
 use super::{blocks_mut, quantize_rows};
 use crate::core::types::Type;
 
@@ -30,6 +34,14 @@ pub fn is_supported(ty: Type) -> bool {
         Type::Q4_K,
         Type::Q5_K,
         Type::Q6_K,
+        Type::Q1_0,
+        Type::Q2_0,
+        Type::MXFP4,
+        Type::NVFP4,
+        Type::TQ1_0,
+        Type::TQ2_0,
+        Type::IQ4_NL,
+        Type::IQ4_XS,
     ]
     .contains(&ty)
 }
@@ -39,12 +51,6 @@ pub fn is_supported(ty: Type) -> bool {
 fn is_quantization_target(ty: Type) -> bool {
     is_supported(ty)
         || [
-            Type::Q1_0,
-            Type::Q2_0,
-            Type::MXFP4,
-            Type::NVFP4,
-            Type::TQ1_0,
-            Type::TQ2_0,
             Type::IQ2_XXS,
             Type::IQ2_XS,
             Type::IQ3_XXS,
@@ -52,8 +58,6 @@ fn is_quantization_target(ty: Type) -> bool {
             Type::IQ2_S,
             Type::IQ1_S,
             Type::IQ1_M,
-            Type::IQ4_NL,
-            Type::IQ4_XS,
         ]
         .contains(&ty)
 }
@@ -102,6 +106,15 @@ pub fn quantize_chunk(
         Type::Q4_K => quantize_rows::<BlockQ4K>(src, blocks_mut(dst), n_per_row, imatrix),
         Type::Q5_K => quantize_rows::<BlockQ5K>(src, blocks_mut(dst), n_per_row, imatrix),
         Type::Q6_K => quantize_rows::<BlockQ6K>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q1_0 => quantize_rows::<BlockQ1_0>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::Q2_0 => quantize_rows::<BlockQ2_0>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::MXFP4 => quantize_rows::<BlockMxfp4>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::NVFP4 => quantize_rows::<BlockNvfp4>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::TQ1_0 => quantize_rows::<BlockTq1_0>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::TQ2_0 => quantize_rows::<BlockTq2_0>(src, blocks_mut(dst), n_per_row, imatrix),
+        // iq4_nl searches harder here than its reference quantizer, even without an imatrix.
+        Type::IQ4_NL => iq4::quantize_rows_nl(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::IQ4_XS => quantize_rows::<BlockIq4Xs>(src, blocks_mut(dst), n_per_row, imatrix),
         Type::F16 => store_elements(src, dst, |x| fp32_to_fp16(x).to_le_bytes()),
         Type::BF16 => store_elements(src, dst, |x| fp32_to_bf16(x).bits.to_le_bytes()),
         _ => store_elements(src, dst, f32::to_le_bytes), // F32
@@ -174,7 +187,21 @@ mod tests {
         }
         let src: Vec<f32> = (0..1024).map(|i| (i as f32 * 0.37).sin()).collect();
         let imatrix = vec![1.0f32; 512];
-        for ty in [Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q5_K, Type::Q6_K] {
+        for ty in [
+            Type::Q2_K,
+            Type::Q3_K,
+            Type::Q4_K,
+            Type::Q5_K,
+            Type::Q6_K,
+            Type::Q1_0,
+            Type::Q2_0,
+            Type::MXFP4,
+            Type::NVFP4,
+            Type::TQ1_0,
+            Type::TQ2_0,
+            Type::IQ4_NL,
+            Type::IQ4_XS,
+        ] {
             let mut dst = vec![0u8; ty.row_size(1024)];
             assert_eq!(quantize_chunk(ty, &src, &mut dst, 512, None), dst.len());
             assert_eq!(quantize_chunk(ty, &src, &mut dst, 512, Some(&imatrix)), dst.len());

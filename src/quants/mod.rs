@@ -1,18 +1,23 @@
 //! Element formats: 16-bit floats and the block-quantized types, their conversions to and
 //! from `f32`, and the per-type tables the C API exposes.
 //!
-//! Each block format is one type implementing [`BlockFormat`] (in `q4`, `q5`, `q8`, and the
-//! super-block formats in `k_quants`); the row helpers here lay those blocks over byte buffers
+//! Each block format is one type implementing [`BlockFormat`] (in `q4`, `q5`, `q8`, `low_bit`
+//! for q1_0/q2_0, `fp4` for mxfp4/nvfp4, `iq4` for iq4_nl/iq4_xs, `ternary` for tq1_0/tq2_0,
+//! and the super-block formats in `k_quants`); the row helpers here lay those blocks over byte buffers
 //! and walk rows of them. `chunk` is `ggml_quantize_chunk`, `traits` the `struct
 //! ggml_type_traits` table, `validate` the NaN/inf scan of `ggml_validate_row_data`.
 
 pub mod chunk;
+pub mod fp4;
 pub mod half;
+pub mod iq4;
 pub mod k_quants;
+pub mod low_bit;
 pub mod q4;
 pub mod q5;
 pub mod q8;
 pub mod search;
+pub mod ternary;
 pub mod traits;
 pub mod validate;
 

@@ -109,6 +109,38 @@ fn converters(ty: Type) -> (Option<ToFloatFn>, Option<FromFloatFn>) {
             Some(to_float(rows::dequantize_row_q6_K)),
             Some(from_float(rows::quantize_row_q6_K_ref)),
         ),
+        Type::Q1_0 => (
+            Some(to_float(rows::dequantize_row_q1_0)),
+            Some(from_float(rows::quantize_row_q1_0_ref)),
+        ),
+        Type::Q2_0 => (
+            Some(to_float(rows::dequantize_row_q2_0)),
+            Some(from_float(rows::quantize_row_q2_0_ref)),
+        ),
+        Type::MXFP4 => (
+            Some(to_float(rows::dequantize_row_mxfp4)),
+            Some(from_float(rows::quantize_row_mxfp4_ref)),
+        ),
+        Type::NVFP4 => (
+            Some(to_float(rows::dequantize_row_nvfp4)),
+            Some(from_float(rows::quantize_row_nvfp4_ref)),
+        ),
+        Type::TQ1_0 => (
+            Some(to_float(rows::dequantize_row_tq1_0)),
+            Some(from_float(rows::quantize_row_tq1_0_ref)),
+        ),
+        Type::TQ2_0 => (
+            Some(to_float(rows::dequantize_row_tq2_0)),
+            Some(from_float(rows::quantize_row_tq2_0_ref)),
+        ),
+        Type::IQ4_NL => (
+            Some(to_float(rows::dequantize_row_iq4_nl)),
+            Some(from_float(rows::quantize_row_iq4_nl_ref)),
+        ),
+        Type::IQ4_XS => (
+            Some(to_float(rows::dequantize_row_iq4_xs)),
+            Some(from_float(rows::quantize_row_iq4_xs_ref)),
+        ),
         _ => (None, None),
     }
 }
