@@ -1,11 +1,15 @@
 //! Element conversions and quantization: fp16/bf16 helpers, `ggml_quantize_chunk`, the type
 //! traits table, row validation, and the per-format row functions libggml-base exports.
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 use crate::core::types::Type;
 use crate::quants::fp4::{BlockMxfp4, BlockNvfp4};
 use crate::quants::half::{self, Bf16};
+use crate::quants::iq_grids;
+use crate::quants::iq1::{BlockIq1M, BlockIq1S};
+use crate::quants::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
+use crate::quants::iq3::{BlockIq3S, BlockIq3Xxs};
 use crate::quants::iq4::{self, BlockIq4Nl, BlockIq4Xs};
 use crate::quants::k_quants::{self, BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K};
 use crate::quants::low_bit::{BlockQ1_0, BlockQ2_0};
@@ -645,4 +649,153 @@ pub extern "C" fn quantize_iq4_xs(
     quant_weights: *const f32,
 ) -> usize {
     quantize_weighted::<BlockIq4Xs>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+// ---- iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s (lattice grids) ----
+
+#[unsafe(no_mangle)]
+pub extern "C" fn iq2xs_init_impl(type_: Type) {
+    iq_grids::init_grid(iq_grids::grid8_of(type_));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn iq2xs_free_impl(type_: Type) {
+    iq_grids::free_grid(iq_grids::grid8_of(type_));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn iq3xs_init_impl(grid_size: c_int) {
+    iq_grids::init_grid(iq_grids::grid4_of(grid_size));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn iq3xs_free_impl(grid_size: c_int) {
+    iq_grids::free_grid(iq_grids::grid4_of(grid_size));
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_iq2_s_ref(x: *const f32, y: *mut BlockIq2S, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_iq3_xxs_ref(x: *const f32, y: *mut BlockIq3Xxs, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_row_iq3_s_ref(x: *const f32, y: *mut BlockIq3S, k: i64) {
+    quantize_row_ref(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_iq2_xxs(x: *const BlockIq2Xxs, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_iq2_xs(x: *const BlockIq2Xs, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_iq2_s(x: *const BlockIq2S, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_iq3_xxs(x: *const BlockIq3Xxs, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_iq3_s(x: *const BlockIq3S, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_iq1_s(x: *const BlockIq1S, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn dequantize_row_iq1_m(x: *const BlockIq1M, y: *mut f32, k: i64) {
+    dequantize_row(x, y, k);
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_iq2_xxs(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockIq2Xxs>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_iq2_xs(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockIq2Xs>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_iq2_s(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockIq2S>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_iq3_xxs(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockIq3Xxs>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_iq3_s(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockIq3S>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_iq1_s(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockIq1S>(src, dst, nrow, n_per_row, quant_weights)
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn quantize_iq1_m(
+    src: *const f32,
+    dst: *mut c_void,
+    nrow: i64,
+    n_per_row: i64,
+    quant_weights: *const f32,
+) -> usize {
+    quantize_weighted::<BlockIq1M>(src, dst, nrow, n_per_row, quant_weights)
 }

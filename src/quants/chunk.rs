@@ -3,6 +3,10 @@
 
 use super::fp4::{BlockMxfp4, BlockNvfp4};
 use super::half::{fp32_to_bf16, fp32_to_fp16};
+use super::iq_grids;
+use super::iq1::{BlockIq1M, BlockIq1S};
+use super::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
+use super::iq3::{BlockIq3S, BlockIq3Xxs};
 use super::iq4::{self, BlockIq4Xs};
 use super::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
 use super::low_bit::{BlockQ1_0, BlockQ2_0};
@@ -42,6 +46,13 @@ pub fn is_supported(ty: Type) -> bool {
         Type::TQ2_0,
         Type::IQ4_NL,
         Type::IQ4_XS,
+        Type::IQ2_XXS,
+        Type::IQ2_XS,
+        Type::IQ2_S,
+        Type::IQ3_XXS,
+        Type::IQ3_S,
+        Type::IQ1_S,
+        Type::IQ1_M,
     ]
     .contains(&ty)
 }
@@ -75,14 +86,16 @@ pub fn check_supported(ty: Type) {
     }
 }
 
-/// Prepares the lookup tables a type's quantizer needs. None of the formats implemented so far
-/// uses any, so there is nothing to build; calling it is always allowed.
+/// Prepares the lookup tables a type's quantizer needs (the neighbour lists of the 1-, 2- and
+/// 3-bit lattice grids; nothing for other types). Calling it again is cheap.
 pub fn init(ty: Type) {
-    let _ = ty;
+    iq_grids::init(ty);
 }
 
-/// Releases what [`init`] built (nothing, for the formats implemented so far).
-pub fn free() {}
+/// Releases what [`init`] built; quantizers rebuild it when next needed.
+pub fn free() {
+    iq_grids::free();
+}
 
 /// Converts `nrows` rows of `n_per_row` values from `src` into `dst` (exactly the bytes of
 /// those rows) and returns the bytes written. `imatrix`, when given, has one weight per column.
@@ -115,6 +128,13 @@ pub fn quantize_chunk(
         // iq4_nl searches harder here than its reference quantizer, even without an imatrix.
         Type::IQ4_NL => iq4::quantize_rows_nl(src, blocks_mut(dst), n_per_row, imatrix),
         Type::IQ4_XS => quantize_rows::<BlockIq4Xs>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::IQ2_XXS => quantize_rows::<BlockIq2Xxs>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::IQ2_XS => quantize_rows::<BlockIq2Xs>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::IQ2_S => quantize_rows::<BlockIq2S>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::IQ3_XXS => quantize_rows::<BlockIq3Xxs>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::IQ3_S => quantize_rows::<BlockIq3S>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::IQ1_S => quantize_rows::<BlockIq1S>(src, blocks_mut(dst), n_per_row, imatrix),
+        Type::IQ1_M => quantize_rows::<BlockIq1M>(src, blocks_mut(dst), n_per_row, imatrix),
         Type::F16 => store_elements(src, dst, |x| fp32_to_fp16(x).to_le_bytes()),
         Type::BF16 => store_elements(src, dst, |x| fp32_to_bf16(x).bits.to_le_bytes()),
         _ => store_elements(src, dst, f32::to_le_bytes), // F32

@@ -10,7 +10,11 @@
 pub mod chunk;
 pub mod fp4;
 pub mod half;
+pub mod iq1;
+pub mod iq2;
+pub mod iq3;
 pub mod iq4;
+pub mod iq_grids;
 pub mod k_quants;
 pub mod low_bit;
 pub mod q4;

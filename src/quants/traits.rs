@@ -141,6 +141,15 @@ fn converters(ty: Type) -> (Option<ToFloatFn>, Option<FromFloatFn>) {
             Some(to_float(rows::dequantize_row_iq4_xs)),
             Some(from_float(rows::quantize_row_iq4_xs_ref)),
         ),
+        // As in ggml, iq2_xxs, iq2_xs and iq1_s (which need an importance matrix) and iq1_m have
+        // no reference row quantizer.
+        Type::IQ2_XXS => (Some(to_float(rows::dequantize_row_iq2_xxs)), None),
+        Type::IQ2_XS => (Some(to_float(rows::dequantize_row_iq2_xs)), None),
+        Type::IQ2_S => (Some(to_float(rows::dequantize_row_iq2_s)), Some(from_float(rows::quantize_row_iq2_s_ref))),
+        Type::IQ3_XXS => (Some(to_float(rows::dequantize_row_iq3_xxs)), Some(from_float(rows::quantize_row_iq3_xxs_ref))),
+        Type::IQ3_S => (Some(to_float(rows::dequantize_row_iq3_s)), Some(from_float(rows::quantize_row_iq3_s_ref))),
+        Type::IQ1_S => (Some(to_float(rows::dequantize_row_iq1_s)), None),
+        Type::IQ1_M => (Some(to_float(rows::dequantize_row_iq1_m)), None),
         _ => (None, None),
     }
 }
@@ -172,7 +181,7 @@ mod tests {
         let f32_traits = type_traits(Type::F32);
         assert!(f32_traits.to_float.is_none() && f32_traits.from_float_ref.is_none());
         assert!(type_traits(Type::Q8_1).to_float.is_none());
-        assert!(type_traits(Type::IQ2_XXS).to_float.is_none());
+        assert!(type_traits(Type::IQ2_XXS).from_float_ref.is_none());
         assert!(type_traits(Type::Q8_K).from_float_ref.is_none());
         assert_eq!(type_traits(Type(4)).blck_size, 0);
     }
