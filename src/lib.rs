@@ -10,3 +10,5 @@ pub mod core;
 pub mod ffi;
 pub mod gguf;
 pub mod quants;
+pub mod cpu;
+pub mod opt;

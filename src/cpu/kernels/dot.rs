@@ -1,0 +1,1131 @@
+//! Dot products between a weight row and an activation row (ggml's `vec_dot`), one
+//! implementation per weight format, each paired with the format its activations are
+//! converted to (its `vec_dot_type`):
+//!
+//! | weight | activations | per block |
+//! |--------|-------------|-----------|
+//! | F32    | F32         | |
+//! | F16    | F16         | |
+//! | BF16   | BF16        | |
+//! | Q4_0   | Q8_0        | `dx·dy·Σ (qx-8)·qy` |
+//! | Q4_1   | Q8_1        | `dx·dy·Σ qx·qy + mx·sy` |
+//! | Q5_0   | Q8_0        | `dx·dy·Σ (qx-16)·qy` |
+//! | Q5_1   | Q8_1        | `dx·dy·Σ qx·qy + mx·sy` |
+//! | Q8_0   | Q8_0        | `dx·dy·Σ qx·qy` |
+//!
+//! Besides the single product, every format computes a small tile: up to [`MAX_ROWS`] weight
+//! rows against up to [`MAX_COLS`] activation rows in one pass, so that a matrix product
+//! decodes each weight block once for several columns and loads each activation block once
+//! for several rows. The scalar path is the reference; the AVX2 path is chosen at run time,
+//! and on processors with AVX-VNNI the integer tiles sum byte products with `vpdpbusd`
+//! (the same sums, so the same results).
+//!
+//! [`quantize_row_q8_0`] and [`quantize_row_q8_1`] convert activations: they produce the bytes
+//! of ggml's CPU quantizers on x86 (scale `127/amax`, rounding half to even), on both paths.
+//!
+//! [`DotKernel`] is the type-erased face the matrix kernels use: byte rows in, floats out.
+
+use crate::core::types::Type;
+use crate::quants::half::{Bf16, Half, fp32_to_fp16};
+use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
+use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
+use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
+
+use super::simd;
+
+/// The most weight rows a tile covers.
+pub const MAX_ROWS: usize = 4;
+/// The most activation rows a tile covers.
+pub const MAX_COLS: usize = 2;
+
+/// A weight format's dot product with its activation format.
+///
+/// # Safety
+/// `Self` and `Rhs` must be plain data: no padding, every bit pattern valid, no interior
+/// mutability. [`DotKernel`] views tensor bytes as slices of them (after checking length and
+/// alignment).
+pub unsafe trait VecDot: Copy + 'static {
+    /// The storage unit of the activation rows.
+    type Rhs: Copy + 'static;
+    /// The weight type.
+    const TYPE: Type;
+    /// The activation type (`vec_dot_type`).
+    const VEC_DOT_TYPE: Type;
+    /// Values per storage unit, on both sides.
+    const QK: usize;
+
+    /// The reference product of two rows of the same number of units.
+    fn dot_scalar(x: &[Self], y: &[Self::Rhs]) -> f32;
+
+    /// `out[r][c] = dot(x[r], y[c])` for rows of the same number of units.
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[Self::Rhs]; C]) -> [[f32; C]; R];
+
+    /// `out[r][c] = dot(x[r], y[c])`, on the SIMD path when `simd` is set and the processor
+    /// has one.
+    fn tile<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[Self::Rhs]; C], simd: bool) -> [[f32; C]; R] {
+        let n = x.first().map_or(0, |row| row.len());
+        crate::ggml_assert!(
+            x.iter().all(|row| row.len() == n) && y.iter().all(|row| row.len() == n),
+            "vec_dot: rows of different lengths"
+        );
+        #[cfg(target_arch = "x86_64")]
+        {
+            if simd && simd::has_avx2() {
+                // SAFETY: the processor supports AVX2, FMA and F16C (checked just above).
+                return unsafe { Self::tile_avx2(x, y) };
+            }
+        }
+        let _ = simd;
+        std::array::from_fn(|r| std::array::from_fn(|c| Self::dot_scalar(x[r], y[c])))
+    }
+
+    /// One product, on the SIMD path when `simd` is set and the processor has one.
+    fn dot(x: &[Self], y: &[Self::Rhs], simd: bool) -> f32 {
+        Self::tile::<1, 1>(&[x], &[y], simd)[0][0]
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Float formats
+
+// SAFETY: f32 is plain data.
+unsafe impl VecDot for f32 {
+    type Rhs = f32;
+    const TYPE: Type = Type::F32;
+    const VEC_DOT_TYPE: Type = Type::F32;
+    const QK: usize = 1;
+
+    fn dot_scalar(x: &[f32], y: &[f32]) -> f32 {
+        simd::scalar::dot_f32(x, y)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f32]; C]) -> [[f32; C]; R] {
+        if R * C == 1 {
+            // SAFETY: the caller vouches for AVX2.
+            return [[unsafe { simd::avx2::dot_f32(x[0], y[0]) }; C]; R];
+        }
+        let n = x[0].len();
+        // SAFETY: the caller vouches for AVX2; the loads stay below n (see `float_tile`), the
+        // length of every row.
+        unsafe {
+            avx2::float_tile::<R, C>(
+                n,
+                |r, i| simd::avx2::load_f32(x[r].as_ptr().add(i)),
+                |c, i| simd::avx2::load_f32(y[c].as_ptr().add(i)),
+                |r, c, i| simd::scalar::dot_f32(&x[r][i..], &y[c][i..]),
+            )
+        }
+    }
+}
+
+/// Binary16 rows are `u16` bit patterns (`ggml_fp16_t`).
+// SAFETY: u16 is plain data.
+unsafe impl VecDot for u16 {
+    type Rhs = u16;
+    const TYPE: Type = Type::F16;
+    const VEC_DOT_TYPE: Type = Type::F16;
+    const QK: usize = 1;
+
+    fn dot_scalar(x: &[u16], y: &[u16]) -> f32 {
+        simd::scalar::dot_f16(x, y)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u16]; C]) -> [[f32; C]; R] {
+        if R * C == 1 {
+            // SAFETY: the caller vouches for AVX2.
+            return [[unsafe { simd::avx2::dot_f16(x[0], y[0]) }; C]; R];
+        }
+        let n = x[0].len();
+        // SAFETY: as for f32.
+        unsafe {
+            avx2::float_tile::<R, C>(
+                n,
+                |r, i| simd::avx2::load_f16(x[r].as_ptr().add(i)),
+                |c, i| simd::avx2::load_f16(y[c].as_ptr().add(i)),
+                |r, c, i| simd::scalar::dot_f16(&x[r][i..], &y[c][i..]),
+            )
+        }
+    }
+}
+
+// SAFETY: Bf16 is a repr(C) u16.
+unsafe impl VecDot for Bf16 {
+    type Rhs = Bf16;
+    const TYPE: Type = Type::BF16;
+    const VEC_DOT_TYPE: Type = Type::BF16;
+    const QK: usize = 1;
+
+    fn dot_scalar(x: &[Bf16], y: &[Bf16]) -> f32 {
+        simd::scalar::dot_bf16(x, y)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
+        if R * C == 1 {
+            // SAFETY: the caller vouches for AVX2.
+            return [[unsafe { simd::avx2::dot_bf16(x[0], y[0]) }; C]; R];
+        }
+        let n = x[0].len();
+        // SAFETY: as for f32.
+        unsafe {
+            avx2::float_tile::<R, C>(
+                n,
+                |r, i| simd::avx2::load_bf16(x[r].as_ptr().add(i)),
+                |c, i| simd::avx2::load_bf16(y[c].as_ptr().add(i)),
+                |r, c, i| simd::scalar::dot_bf16(&x[r][i..], &y[c][i..]),
+            )
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantized formats: the scalar references
+
+/// The 4-bit levels of values j and j+16 of a nibble-packed block.
+#[inline]
+fn nibbles(qs: &[u8; 16], j: usize) -> (i32, i32) {
+    (i32::from(qs[j] & 0x0f), i32::from(qs[j] >> 4))
+}
+
+/// The fifth bits of values j and j+16 of a 5-bit block, as 0 or 16.
+#[inline]
+fn high_bits(qh: [u8; 4], j: usize) -> (i32, i32) {
+    let qh = u32::from_le_bytes(qh);
+    ((((qh >> j) & 1) << 4) as i32, (((qh >> (j + 16)) & 1) << 4) as i32)
+}
+
+#[inline]
+fn q8(qs: &[u8; 32], j: usize) -> i32 {
+    i32::from(qs[j] as i8)
+}
+
+/// `Σ level(j)·y(j)` over a block of 32, levels given for the pairs (j, j+16).
+#[inline]
+fn block_sum(levels: impl Fn(usize) -> (i32, i32), y: &[u8; 32]) -> i32 {
+    (0..16)
+        .map(|j| {
+            let (a, b) = levels(j);
+            a * q8(y, j) + b * q8(y, j + 16)
+        })
+        .sum()
+}
+
+// SAFETY: the quantized blocks are repr(C) byte arrays and Halfs (see `BlockFormat`).
+unsafe impl VecDot for BlockQ4_0 {
+    type Rhs = BlockQ8_0;
+    const TYPE: Type = Type::Q4_0;
+    const VEC_DOT_TYPE: Type = Type::Q8_0;
+    const QK: usize = 32;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8_0]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let sumi = block_sum(
+                |j| {
+                    let (a, b) = nibbles(&bx.qs, j);
+                    (a - 8, b - 8)
+                },
+                &by.qs,
+            );
+            sum += sumi as f32 * (bx.d.to_f32() * by.d.to_f32());
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2; block indices stay below the common length.
+        unsafe {
+            int8::offset_tile::<R, C>(
+                x[0].len(),
+                8,
+                |r, b| {
+                    let blk = x[r].get_unchecked(b);
+                    (avx2::nibbles(&blk.qs), blk.d)
+                },
+                |c, b| {
+                    let blk = y[c].get_unchecked(b);
+                    (avx2::load32(&blk.qs), blk.d)
+                },
+            )
+        }
+    }
+}
+
+// SAFETY: as for BlockQ4_0.
+unsafe impl VecDot for BlockQ4_1 {
+    type Rhs = BlockQ8_1;
+    const TYPE: Type = Type::Q4_1;
+    const VEC_DOT_TYPE: Type = Type::Q8_1;
+    const QK: usize = 32;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8_1]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let sumi = block_sum(|j| nibbles(&bx.qs, j), &by.qs);
+            sum += (bx.d.to_f32() * by.d.to_f32()) * sumi as f32 + bx.m.to_f32() * by.s.to_f32();
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
+        // SAFETY: as for BlockQ4_0.
+        unsafe {
+            int8::affine_tile::<R, C>(
+                x[0].len(),
+                |r, b| {
+                    let blk = x[r].get_unchecked(b);
+                    (avx2::nibbles(&blk.qs), blk.d, blk.m)
+                },
+                |c, b| {
+                    let blk = y[c].get_unchecked(b);
+                    (avx2::load32(&blk.qs), blk.d, blk.s)
+                },
+            )
+        }
+    }
+}
+
+// SAFETY: as for BlockQ4_0.
+unsafe impl VecDot for BlockQ5_0 {
+    type Rhs = BlockQ8_0;
+    const TYPE: Type = Type::Q5_0;
+    const VEC_DOT_TYPE: Type = Type::Q8_0;
+    const QK: usize = 32;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8_0]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let level = |j| {
+                let ((a, b), (ha, hb)) = (nibbles(&bx.qs, j), high_bits(bx.qh, j));
+                ((a | ha) - 16, (b | hb) - 16)
+            };
+            sum += block_sum(level, &by.qs) as f32 * (bx.d.to_f32() * by.d.to_f32());
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        // SAFETY: as for BlockQ4_0.
+        unsafe {
+            int8::offset_tile::<R, C>(
+                x[0].len(),
+                16,
+                |r, b| {
+                    let blk = x[r].get_unchecked(b);
+                    (avx2::five_bit_unsigned(&blk.qs, blk.qh), blk.d)
+                },
+                |c, b| {
+                    let blk = y[c].get_unchecked(b);
+                    (avx2::load32(&blk.qs), blk.d)
+                },
+            )
+        }
+    }
+}
+
+// SAFETY: as for BlockQ4_0.
+unsafe impl VecDot for BlockQ5_1 {
+    type Rhs = BlockQ8_1;
+    const TYPE: Type = Type::Q5_1;
+    const VEC_DOT_TYPE: Type = Type::Q8_1;
+    const QK: usize = 32;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8_1]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let level = |j| {
+                let ((a, b), (ha, hb)) = (nibbles(&bx.qs, j), high_bits(bx.qh, j));
+                (a | ha, b | hb)
+            };
+            let sumi = block_sum(level, &by.qs);
+            sum += (bx.d.to_f32() * by.d.to_f32()) * sumi as f32 + bx.m.to_f32() * by.s.to_f32();
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
+        // SAFETY: as for BlockQ4_0.
+        unsafe {
+            int8::affine_tile::<R, C>(
+                x[0].len(),
+                |r, b| {
+                    let blk = x[r].get_unchecked(b);
+                    (avx2::five_bit_unsigned(&blk.qs, blk.qh), blk.d, blk.m)
+                },
+                |c, b| {
+                    let blk = y[c].get_unchecked(b);
+                    (avx2::load32(&blk.qs), blk.d, blk.s)
+                },
+            )
+        }
+    }
+}
+
+// SAFETY: as for BlockQ4_0.
+unsafe impl VecDot for BlockQ8_0 {
+    type Rhs = BlockQ8_0;
+    const TYPE: Type = Type::Q8_0;
+    const VEC_DOT_TYPE: Type = Type::Q8_0;
+    const QK: usize = 32;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8_0]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let sumi: i32 = (0..32).map(|j| q8(&bx.qs, j) * q8(&by.qs, j)).sum();
+            sum += sumi as f32 * (bx.d.to_f32() * by.d.to_f32());
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        // SAFETY: as for BlockQ4_0.
+        unsafe {
+            int8::signed_tile::<R, C>(
+                x[0].len(),
+                |r, b| {
+                    let blk = x[r].get_unchecked(b);
+                    (avx2::load32(&blk.qs), blk.d)
+                },
+                |c, b| {
+                    let blk = y[c].get_unchecked(b);
+                    (avx2::load32(&blk.qs), blk.d)
+                },
+            )
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activation quantizers
+
+/// The reference arithmetic of ggml's x86 CPU quantizer for one block of 32: the scale
+/// `amax/127`, the quants `round_half_even(x·127/amax)`, and their sum.
+fn quantize_block_q8(x: &[f32]) -> (f32, [u8; 32], i32) {
+    let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let d = amax / 127.0;
+    let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+    let mut qs = [0u8; 32];
+    let mut sum = 0;
+    for (q, &v) in qs.iter_mut().zip(x) {
+        let level = ((v * id).round_ties_even() as i32).clamp(-128, 127);
+        sum += level;
+        *q = level as i8 as u8;
+    }
+    (d, qs, sum)
+}
+
+/// Scalar versions of the activation quantizers (same bytes as the SIMD ones).
+pub mod scalar {
+    use super::*;
+
+    pub fn quantize_row_q8_0(x: &[f32], y: &mut [BlockQ8_0]) {
+        check_blocks(x.len(), y.len());
+        for (blk, v) in y.iter_mut().zip(x.chunks_exact(32)) {
+            let (d, qs, _) = quantize_block_q8(v);
+            *blk = BlockQ8_0 { d: Half::from_bits(fp32_to_fp16(d)), qs };
+        }
+    }
+
+    pub fn quantize_row_q8_1(x: &[f32], y: &mut [BlockQ8_1]) {
+        check_blocks(x.len(), y.len());
+        for (blk, v) in y.iter_mut().zip(x.chunks_exact(32)) {
+            let (d, qs, sum) = quantize_block_q8(v);
+            *blk =
+                BlockQ8_1 { d: Half::from_bits(fp32_to_fp16(d)), s: Half::from_bits(fp32_to_fp16(d * sum as f32)), qs };
+        }
+    }
+}
+
+fn check_blocks(values: usize, blocks: usize) {
+    crate::ggml_assert!(
+        values.is_multiple_of(32) && values / 32 == blocks,
+        "{} values do not fill {} blocks of 32",
+        values,
+        blocks
+    );
+}
+
+/// Quantizes activations to Q8_0 as ggml's CPU backend does (`quantize_row_q8_0`).
+pub fn quantize_row_q8_0(x: &[f32], y: &mut [BlockQ8_0]) {
+    check_blocks(x.len(), y.len());
+    #[cfg(target_arch = "x86_64")]
+    {
+        if simd::has_avx2() {
+            for (blk, v) in y.iter_mut().zip(x.chunks_exact(32)) {
+                // SAFETY: AVX2 was checked; `v` holds 32 values.
+                let (d, qs, _) = unsafe { avx2::quantize_block_q8(v) };
+                *blk = BlockQ8_0 { d: Half::from_bits(d), qs };
+            }
+            return;
+        }
+    }
+    scalar::quantize_row_q8_0(x, y)
+}
+
+/// Quantizes activations to Q8_1 as ggml's CPU backend does (`quantize_row_q8_1`), the sum
+/// `s = d·Σq` included.
+pub fn quantize_row_q8_1(x: &[f32], y: &mut [BlockQ8_1]) {
+    check_blocks(x.len(), y.len());
+    #[cfg(target_arch = "x86_64")]
+    {
+        if simd::has_avx2() {
+            for (blk, v) in y.iter_mut().zip(x.chunks_exact(32)) {
+                // SAFETY: AVX2 was checked; `v` holds 32 values.
+                let (d, qs, s) = unsafe { avx2::quantize_block_q8(v) };
+                *blk = BlockQ8_1 { d: Half::from_bits(d), s: Half::from_bits(s), qs };
+            }
+            return;
+        }
+    }
+    scalar::quantize_row_q8_1(x, y)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The AVX2 building blocks
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use crate::cpu::kernels::simd::avx2::{hsum, hsum_i32};
+    use crate::quants::half::Half;
+
+    /// A binary16 scale as `f32`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn scale(h: Half) -> f32 {
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h.bits()))))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn load32(qs: &[u8; 32]) -> __m256i {
+        // SAFETY: the array holds the 32 bytes read.
+        unsafe { _mm256_loadu_si256(qs.as_ptr().cast()) }
+    }
+
+    /// The 32 nibbles of a block as bytes 0..15, in value order (low nibbles first).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn nibbles(qs: &[u8; 16]) -> __m256i {
+        // SAFETY: the array holds the 16 bytes read.
+        let lo = unsafe { _mm_loadu_si128(qs.as_ptr().cast()) };
+        let hi = _mm_srli_epi16::<4>(lo);
+        _mm256_and_si256(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(0x0f))
+    }
+
+    /// Byte j is 0xff where bit j of `qh` (little-endian) is set, 0 elsewhere.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn bit_bytes(qh: [u8; 4]) -> __m256i {
+        let word = _mm256_set1_epi32(i32::from_le_bytes(qh));
+        // Byte j takes byte j/8 of the word, then tests bit j%8.
+        let spread = _mm256_shuffle_epi8(
+            word,
+            _mm256_set_epi64x(0x0303_0303_0303_0303, 0x0202_0202_0202_0202, 0x0101_0101_0101_0101, 0),
+        );
+        let bits = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+        _mm256_cmpeq_epi8(_mm256_and_si256(spread, bits), bits)
+    }
+
+    /// The levels `nibble | bit·16` of a Q5_0 or Q5_1 block (0..31).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn five_bit_unsigned(qs: &[u8; 16], qh: [u8; 4]) -> __m256i {
+        let high = _mm256_and_si256(bit_bytes(qh), _mm256_set1_epi8(0x10));
+        _mm256_or_si256(nibbles(qs), high)
+    }
+
+    /// R×C products of float rows of length `n`: `load_x(r, i)` and `load_y(c, i)` read 8
+    /// values at `i` (asked only for `i + 8 <= n`), `tail(r, c, i)` adds the products from `i`.
+    // Rows and columns index the accumulator grid together.
+    #[allow(clippy::needless_range_loop)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn float_tile<const R: usize, const C: usize>(
+        n: usize,
+        load_x: impl Fn(usize, usize) -> __m256,
+        load_y: impl Fn(usize, usize) -> __m256,
+        tail: impl Fn(usize, usize, usize) -> f32,
+    ) -> [[f32; C]; R] {
+        let mut acc = [[_mm256_setzero_ps(); C]; R];
+        let mut xv = [_mm256_setzero_ps(); R];
+        let mut i = 0;
+        while i + 8 <= n {
+            for (r, v) in xv.iter_mut().enumerate() {
+                *v = load_x(r, i);
+            }
+            for c in 0..C {
+                let yv = load_y(c, i);
+                for r in 0..R {
+                    acc[r][c] = _mm256_fmadd_ps(xv[r], yv, acc[r][c]);
+                }
+            }
+            i += 8;
+        }
+        let mut out = [[0.0f32; C]; R];
+        for r in 0..R {
+            for c in 0..C {
+                out[r][c] = hsum(acc[r][c]) + if i < n { tail(r, c, i) } else { 0.0 };
+            }
+        }
+        out
+    }
+
+    /// ggml's x86 activation quantizer for one block of 32 values: the binary16 bits of the
+    /// scale, the quants, and the binary16 bits of `d·Σq`.
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C. (`x` must hold 32 values; checked.)
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn quantize_block_q8(x: &[f32]) -> (u16, [u8; 32], u16) {
+        crate::ggml_assert!(x.len() >= 32, "a q8 block needs 32 values");
+        let p = x.as_ptr();
+        // SAFETY: 32 values are there (checked above).
+        let v = unsafe {
+            [_mm256_loadu_ps(p), _mm256_loadu_ps(p.add(8)), _mm256_loadu_ps(p.add(16)), _mm256_loadu_ps(p.add(24))]
+        };
+        let sign = _mm256_set1_ps(-0.0);
+        let mut amax = _mm256_andnot_ps(sign, v[0]);
+        for &w in &v[1..] {
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, w));
+        }
+        let m4 = _mm_max_ps(_mm256_extractf128_ps::<1>(amax), _mm256_castps256_ps128(amax));
+        let m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        let m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        let amax = _mm_cvtss_f32(m4);
+
+        let d = amax / 127.0;
+        let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+        let mul = _mm256_set1_ps(id);
+        let q = v.map(|w| {
+            _mm256_cvtps_epi32(_mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(
+                w, mul,
+            )))
+        });
+        let sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+        // Narrow to bytes; the packs work per 128-bit lane, the permute restores the order.
+        let packed = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        let ordered = _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        let mut qs = [0u8; 32];
+        // SAFETY: `qs` has room for the 32 bytes stored.
+        unsafe { _mm256_storeu_si256(qs.as_mut_ptr().cast(), ordered) };
+        let to_half = |f: f32| _mm_extract_epi16::<0>(_mm_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm_set_ss(f))) as u16;
+        (to_half(d), qs, to_half(d * sum as f32))
+    }
+}
+
+/// The integer tiles, built twice: for AVX2 (byte products summed with `maddubs` and `madd`)
+/// and for AVX-VNNI (`vpdpbusd`). The level ranges keep `maddubs` from saturating, so both
+/// give the same integer sums and the same results.
+#[cfg(target_arch = "x86_64")]
+macro_rules! int8_tiles {
+    ($module:ident, $features:literal, |$a:ident, $b:ident| $dot:expr) => {
+        pub(super) mod $module {
+            use std::arch::x86_64::*;
+
+            use super::avx2::scale;
+            use crate::cpu::kernels::simd::avx2::hsum;
+            use crate::quants::half::Half;
+
+            /// Sums of four products of unsigned bytes of `a` with signed bytes of `b`, per
+            /// 32-bit lane.
+            #[inline]
+            #[target_feature(enable = $features)]
+            fn dot4($a: __m256i, $b: __m256i) -> __m256i {
+                $dot
+            }
+
+            /// R×C products of `nb` blocks of 32 signed levels with scales: `x(r, b)` and `y(c, b)`
+            /// give block b of a row.
+            // Rows and columns index the accumulator grid together.
+            #[allow(clippy::needless_range_loop)]
+            #[inline]
+            #[target_feature(enable = $features)]
+            pub fn signed_tile<const R: usize, const C: usize>(
+                nb: usize,
+                x: impl Fn(usize, usize) -> (__m256i, Half),
+                y: impl Fn(usize, usize) -> (__m256i, Half),
+            ) -> [[f32; C]; R] {
+                let mut acc = [[_mm256_setzero_ps(); C]; R];
+                let mut qx = [_mm256_setzero_si256(); R];
+                let mut ax = [_mm256_setzero_si256(); R];
+                let mut dx = [0.0f32; R];
+                for b in 0..nb {
+                    for r in 0..R {
+                        let (q, d) = x(r, b);
+                        qx[r] = q;
+                        // |x| as unsigned bytes; the sign moves onto y below.
+                        ax[r] = _mm256_sign_epi8(q, q);
+                        dx[r] = scale(d);
+                    }
+                    for c in 0..C {
+                        let (qy, d) = y(c, b);
+                        let dy = scale(d);
+                        for r in 0..R {
+                            let sy = _mm256_sign_epi8(qy, qx[r]);
+                            let sums = dot4(ax[r], sy);
+                            acc[r][c] =
+                                _mm256_fmadd_ps(_mm256_set1_ps(dx[r] * dy), _mm256_cvtepi32_ps(sums), acc[r][c]);
+                        }
+                    }
+                }
+                let mut out = [[0.0f32; C]; R];
+                for r in 0..R {
+                    for c in 0..C {
+                        out[r][c] = hsum(acc[r][c]);
+                    }
+                }
+                out
+            }
+
+            /// As [`signed_tile`] for weights stored with an offset: `x(r, b)` gives unsigned levels
+            /// `q` standing for `q - offset`. The unsigned levels go straight into the byte products;
+            /// `offset·Σqy` is taken off once per column and block.
+            // Rows and columns index the accumulator grid together.
+            #[allow(clippy::needless_range_loop)]
+            #[inline]
+            #[target_feature(enable = $features)]
+            pub fn offset_tile<const R: usize, const C: usize>(
+                nb: usize,
+                offset: i8,
+                x: impl Fn(usize, usize) -> (__m256i, Half),
+                y: impl Fn(usize, usize) -> (__m256i, Half),
+            ) -> [[f32; C]; R] {
+                let offsets = _mm256_set1_epi8(offset);
+                let mut acc = [[_mm256_setzero_ps(); C]; R];
+                let mut qx = [_mm256_setzero_si256(); R];
+                let mut dx = [0.0f32; R];
+                for b in 0..nb {
+                    for r in 0..R {
+                        let (q, d) = x(r, b);
+                        qx[r] = q;
+                        dx[r] = scale(d);
+                    }
+                    for c in 0..C {
+                        let (qy, d) = y(c, b);
+                        let dy = scale(d);
+                        let correction = dot4(offsets, qy);
+                        for r in 0..R {
+                            let sums = dot4(qx[r], qy);
+                            let sums = _mm256_sub_epi32(sums, correction);
+                            acc[r][c] =
+                                _mm256_fmadd_ps(_mm256_set1_ps(dx[r] * dy), _mm256_cvtepi32_ps(sums), acc[r][c]);
+                        }
+                    }
+                }
+                let mut out = [[0.0f32; C]; R];
+                for r in 0..R {
+                    for c in 0..C {
+                        out[r][c] = hsum(acc[r][c]);
+                    }
+                }
+                out
+            }
+
+            /// As [`signed_tile`] for affine weights: `x(r, b)` gives unsigned levels, scale and
+            /// minimum, `y(c, b)` signed levels, scale and `d·Σq`.
+            // Rows and columns index the accumulator grid together.
+            #[allow(clippy::needless_range_loop)]
+            #[inline]
+            #[target_feature(enable = $features)]
+            pub fn affine_tile<const R: usize, const C: usize>(
+                nb: usize,
+                x: impl Fn(usize, usize) -> (__m256i, Half, Half),
+                y: impl Fn(usize, usize) -> (__m256i, Half, Half),
+            ) -> [[f32; C]; R] {
+                let mut acc = [[_mm256_setzero_ps(); C]; R];
+                let mut mins = [[0.0f32; C]; R];
+                let mut qx = [_mm256_setzero_si256(); R];
+                let mut dx = [0.0f32; R];
+                let mut mx = [0.0f32; R];
+                for b in 0..nb {
+                    for r in 0..R {
+                        let (q, d, m) = x(r, b);
+                        qx[r] = q;
+                        dx[r] = scale(d);
+                        mx[r] = scale(m);
+                    }
+                    for c in 0..C {
+                        let (qy, d, s) = y(c, b);
+                        let (dy, sy) = (scale(d), scale(s));
+                        for r in 0..R {
+                            let sums = dot4(qx[r], qy);
+                            acc[r][c] =
+                                _mm256_fmadd_ps(_mm256_set1_ps(dx[r] * dy), _mm256_cvtepi32_ps(sums), acc[r][c]);
+                            mins[r][c] += mx[r] * sy;
+                        }
+                    }
+                }
+                let mut out = [[0.0f32; C]; R];
+                for r in 0..R {
+                    for c in 0..C {
+                        out[r][c] = hsum(acc[r][c]) + mins[r][c];
+                    }
+                }
+                out
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+int8_tiles!(tiles_avx2, "avx2,fma,f16c", |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
+#[cfg(target_arch = "x86_64")]
+int8_tiles!(tiles_vnni, "avx2,fma,f16c,avxvnni", |a, b| _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b));
+
+/// The integer tiles of the best instruction set this processor has.
+#[cfg(target_arch = "x86_64")]
+mod int8 {
+    use std::arch::x86_64::__m256i;
+
+    use crate::quants::half::Half;
+
+    fn has_vnni() -> bool {
+        crate::cpu::kernels::features::features().avx_vnni
+    }
+
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C.
+    pub unsafe fn signed_tile<const R: usize, const C: usize>(
+        nb: usize,
+        x: impl Fn(usize, usize) -> (__m256i, Half),
+        y: impl Fn(usize, usize) -> (__m256i, Half),
+    ) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C; AVX-VNNI is checked.
+        unsafe {
+            if has_vnni() { super::tiles_vnni::signed_tile(nb, x, y) } else { super::tiles_avx2::signed_tile(nb, x, y) }
+        }
+    }
+
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C.
+    pub unsafe fn offset_tile<const R: usize, const C: usize>(
+        nb: usize,
+        offset: i8,
+        x: impl Fn(usize, usize) -> (__m256i, Half),
+        y: impl Fn(usize, usize) -> (__m256i, Half),
+    ) -> [[f32; C]; R] {
+        // SAFETY: as above.
+        unsafe {
+            if has_vnni() {
+                super::tiles_vnni::offset_tile(nb, offset, x, y)
+            } else {
+                super::tiles_avx2::offset_tile(nb, offset, x, y)
+            }
+        }
+    }
+
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C.
+    pub unsafe fn affine_tile<const R: usize, const C: usize>(
+        nb: usize,
+        x: impl Fn(usize, usize) -> (__m256i, Half, Half),
+        y: impl Fn(usize, usize) -> (__m256i, Half, Half),
+    ) -> [[f32; C]; R] {
+        // SAFETY: as above.
+        unsafe {
+            if has_vnni() { super::tiles_vnni::affine_tile(nb, x, y) } else { super::tiles_avx2::affine_tile(nb, x, y) }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The type-erased face
+
+type TileFn = fn(n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32], simd: bool);
+
+/// The dot products of one weight type over raw rows, as the matrix kernels call them.
+#[derive(Clone, Copy)]
+pub struct DotKernel {
+    /// The weight type.
+    pub type_: Type,
+    /// The type activations must be in (`vec_dot_type`).
+    pub vec_dot_type: Type,
+    tile: TileFn,
+}
+
+impl std::fmt::Debug for DotKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DotKernel({} · {})", self.type_.name(), self.vec_dot_type.name())
+    }
+}
+
+impl DotKernel {
+    /// The kernel for weights of type `ty`, if there is one.
+    pub fn for_type(ty: Type) -> Option<DotKernel> {
+        fn of<T: VecDot>() -> DotKernel {
+            DotKernel { type_: T::TYPE, vec_dot_type: T::VEC_DOT_TYPE, tile: erased_tile::<T> }
+        }
+        Some(match ty {
+            Type::F32 => of::<f32>(),
+            Type::F16 => of::<u16>(),
+            Type::BF16 => of::<Bf16>(),
+            Type::Q4_0 => of::<BlockQ4_0>(),
+            Type::Q4_1 => of::<BlockQ4_1>(),
+            Type::Q5_0 => of::<BlockQ5_0>(),
+            Type::Q5_1 => of::<BlockQ5_1>(),
+            Type::Q8_0 => of::<BlockQ8_0>(),
+            _ => return None,
+        })
+    }
+
+    /// `out[r·ys.len() + c] = xs[r] · ys[c]` over `n` values: `xs` are rows of the weight type,
+    /// `ys` rows of the activation type, each at least `n` values long; 1 to [`MAX_ROWS`] rows
+    /// and 1 to [`MAX_COLS`] columns. `simd` allows the SIMD path.
+    pub fn tile(&self, n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32], simd: bool) {
+        (self.tile)(n, xs, ys, out, simd);
+    }
+
+    /// One product of `n` values.
+    pub fn dot(&self, n: usize, x: &[u8], y: &[u8], simd: bool) -> f32 {
+        let mut out = [0.0f32];
+        (self.tile)(n, &[x], &[y], &mut out, simd);
+        out[0]
+    }
+}
+
+/// Views the first `units` units of a byte row as `T`s.
+fn view<T: Copy>(bytes: &[u8], units: usize) -> &[T] {
+    let size = std::mem::size_of::<T>();
+    crate::ggml_assert!(bytes.len() >= units * size, "vec_dot: row of {} bytes is too short", bytes.len());
+    crate::ggml_assert!((bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<T>()), "vec_dot: misaligned row");
+    // SAFETY: length and alignment are checked above; `T` is plain data (the `VecDot`
+    // contract), valid for any bytes; the lifetime is the input's.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr().cast::<T>(), units) }
+}
+
+fn erased_tile<T: VecDot>(n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32], simd: bool) {
+    crate::ggml_assert!(n.is_multiple_of(T::QK), "vec_dot: {} values are not whole {} blocks", n, T::TYPE.name());
+    let units = n / T::QK;
+    fn run<T: VecDot, const R: usize, const C: usize>(
+        units: usize,
+        xs: &[&[u8]],
+        ys: &[&[u8]],
+        out: &mut [f32],
+        simd: bool,
+    ) {
+        let x: [&[T]; R] = std::array::from_fn(|r| view::<T>(xs[r], units));
+        let y: [&[T::Rhs]; C] = std::array::from_fn(|c| view::<T::Rhs>(ys[c], units));
+        let res = T::tile::<R, C>(&x, &y, simd);
+        for r in 0..R {
+            out[r * C..(r + 1) * C].copy_from_slice(&res[r]);
+        }
+    }
+    crate::ggml_assert!(out.len() >= xs.len() * ys.len(), "vec_dot: output too short");
+    match (xs.len(), ys.len()) {
+        (1, 1) => run::<T, 1, 1>(units, xs, ys, out, simd),
+        (2, 1) => run::<T, 2, 1>(units, xs, ys, out, simd),
+        (3, 1) => run::<T, 3, 1>(units, xs, ys, out, simd),
+        (4, 1) => run::<T, 4, 1>(units, xs, ys, out, simd),
+        (1, 2) => run::<T, 1, 2>(units, xs, ys, out, simd),
+        (2, 2) => run::<T, 2, 2>(units, xs, ys, out, simd),
+        (3, 2) => run::<T, 3, 2>(units, xs, ys, out, simd),
+        (4, 2) => run::<T, 4, 2>(units, xs, ys, out, simd),
+        (r, c) => crate::ggml_abort!("vec_dot: no {}x{} tile", r, c),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quants::half::{bf16_to_fp32, fp16_to_fp32};
+    use crate::quants::{BlockFormat, dequantize_row, quantize_row};
+
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(777);
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn f64_dot(x: &[f32], y: &[f32]) -> f64 {
+        x.iter().zip(y).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum()
+    }
+
+    /// Checks the scalar and SIMD tiles of `T` against f64 products of the dequantized rows.
+    fn check<T: VecDot>(
+        n: usize,
+        to_x: impl Fn(&[f32]) -> (Vec<T>, Vec<f32>),
+        to_y: impl Fn(&[f32]) -> (Vec<T::Rhs>, Vec<f32>),
+    ) {
+        let xs: Vec<(Vec<T>, Vec<f32>)> = (0..4).map(|r| to_x(&values(n, 10 + r))).collect();
+        let ys: Vec<(Vec<T::Rhs>, Vec<f32>)> = (0..2).map(|c| to_y(&values(n, 20 + c))).collect();
+        let x: [&[T]; 4] = std::array::from_fn(|r| xs[r].0.as_slice());
+        let y: [&[T::Rhs]; 2] = std::array::from_fn(|c| ys[c].0.as_slice());
+        let scalar = T::tile::<4, 2>(&x, &y, false);
+        let fast = T::tile::<4, 2>(&x, &y, true);
+        for r in 0..4 {
+            for c in 0..2 {
+                let exact = f64_dot(&xs[r].1, &ys[c].1);
+                let tol = 1e-4 * (1.0 + (n as f64).sqrt());
+                assert!(
+                    (f64::from(scalar[r][c]) - exact).abs() < tol,
+                    "{} scalar {r},{c}: {} vs {exact}",
+                    T::TYPE.name(),
+                    scalar[r][c]
+                );
+                assert!(
+                    (f64::from(fast[r][c]) - exact).abs() < tol,
+                    "{} simd {r},{c}: {} vs {exact}",
+                    T::TYPE.name(),
+                    fast[r][c]
+                );
+                assert_eq!(T::dot(x[r], y[c], true).to_bits(), T::tile::<1, 1>(&[x[r]], &[y[c]], true)[0][0].to_bits());
+            }
+        }
+        // the smaller tiles agree with the big one
+        let one = T::tile::<3, 1>(&[x[0], x[1], x[2]], &[y[1]], true);
+        for r in 0..3 {
+            assert!((one[r][0] - fast[r][1]).abs() <= 1e-5 * (1.0 + fast[r][1].abs()));
+        }
+    }
+
+    fn quantized<B: BlockFormat>(v: &[f32]) -> (Vec<B>, Vec<f32>) {
+        let mut b = vec![B::default(); v.len() / B::QK];
+        quantize_row(v, &mut b);
+        let mut back = vec![0.0; v.len()];
+        dequantize_row(&b, &mut back);
+        (b, back)
+    }
+
+    fn q8_0(v: &[f32]) -> (Vec<BlockQ8_0>, Vec<f32>) {
+        let mut b = vec![BlockQ8_0::default(); v.len() / 32];
+        quantize_row_q8_0(v, &mut b);
+        let back = b.iter().flat_map(|blk| blk.qs.map(|q| f32::from(q as i8) * blk.d.to_f32())).collect();
+        (b, back)
+    }
+
+    fn q8_1(v: &[f32]) -> (Vec<BlockQ8_1>, Vec<f32>) {
+        let mut b = vec![BlockQ8_1::default(); v.len() / 32];
+        quantize_row_q8_1(v, &mut b);
+        let back = b.iter().flat_map(|blk| blk.qs.map(|q| f32::from(q as i8) * blk.d.to_f32())).collect();
+        (b, back)
+    }
+
+    #[test]
+    fn float_formats_match_f64() {
+        for n in [1usize, 5, 8, 37, 64, 131] {
+            check::<f32>(n, |v| (v.to_vec(), v.to_vec()), |v| (v.to_vec(), v.to_vec()));
+            let half = |v: &[f32]| {
+                let h: Vec<u16> = v.iter().map(|&a| fp32_to_fp16(a)).collect();
+                let back = h.iter().map(|&b| fp16_to_fp32(b)).collect();
+                (h, back)
+            };
+            check::<u16>(n, half, half);
+            let bf = |v: &[f32]| {
+                let h: Vec<Bf16> = v.iter().map(|&a| crate::quants::half::fp32_to_bf16(a)).collect();
+                let back = h.iter().map(|&b| bf16_to_fp32(b)).collect();
+                (h, back)
+            };
+            check::<Bf16>(n, bf, bf);
+        }
+    }
+
+    #[test]
+    fn quantized_formats_match_f64() {
+        for n in [32usize, 96, 256] {
+            check::<BlockQ4_0>(n, quantized::<BlockQ4_0>, q8_0);
+            check::<BlockQ4_1>(n, quantized::<BlockQ4_1>, q8_1);
+            check::<BlockQ5_0>(n, quantized::<BlockQ5_0>, q8_0);
+            check::<BlockQ5_1>(n, quantized::<BlockQ5_1>, q8_1);
+            check::<BlockQ8_0>(n, quantized::<BlockQ8_0>, q8_0);
+        }
+    }
+
+    #[test]
+    fn activation_quantizers_agree_and_round_half_even() {
+        let mut x = values(128, 3);
+        // x·127/amax lands exactly on .5 for these: 127 is the scale of 1.0.
+        x[0] = 1.0;
+        x[1] = 0.5 / 127.0 * 5.0; // 2.5 -> 2
+        x[2] = -(0.5 / 127.0) * 7.0; // -3.5 -> -4
+        let mut a = vec![BlockQ8_1::default(); 4];
+        let mut b = vec![BlockQ8_1::default(); 4];
+        quantize_row_q8_1(&x, &mut a);
+        scalar::quantize_row_q8_1(&x, &mut b);
+        assert_eq!(a, b);
+        assert_eq!((a[0].qs[0], a[0].qs[1] as i8, a[0].qs[2] as i8), (127, 2, -4));
+        let mut c = vec![BlockQ8_0::default(); 4];
+        let mut d = vec![BlockQ8_0::default(); 4];
+        quantize_row_q8_0(&x, &mut c);
+        scalar::quantize_row_q8_0(&x, &mut d);
+        assert_eq!(c, d);
+        assert_eq!(c[1].qs, a[1].qs);
+        let sum: i32 = a[2].qs.iter().map(|&q| i32::from(q as i8)).sum();
+        assert_eq!(a[2].s.bits(), fp32_to_fp16(a[2].d.to_f32() * sum as f32));
+        // a zero block
+        let mut z = vec![BlockQ8_0::default(); 1];
+        quantize_row_q8_0(&[0.0; 32], &mut z);
+        assert_eq!(z[0], BlockQ8_0::default());
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn vnni_and_avx2_tiles_agree_exactly() {
+        let f = crate::cpu::kernels::features::features();
+        if !(f.has_avx2_fma() && f.avx_vnni) {
+            return;
+        }
+        let xs: Vec<Vec<BlockQ4_1>> = (0..4).map(|r| quantized::<BlockQ4_1>(&values(128, 40 + r)).0).collect();
+        let x8: Vec<Vec<BlockQ8_0>> = (0..4).map(|r| quantized::<BlockQ8_0>(&values(128, 50 + r)).0).collect();
+        let ys: Vec<Vec<BlockQ8_1>> = (0..2).map(|c| q8_1(&values(128, 60 + c)).0).collect();
+        // SAFETY (whole block): AVX2, FMA, F16C and AVX-VNNI were checked above; indices stay
+        // inside the 4 blocks of each row.
+        unsafe {
+            let xu = |r: usize, b: usize| (avx2::nibbles(&xs[r][b].qs), xs[r][b].d, xs[r][b].m);
+            let xq = |r: usize, b: usize| (avx2::load32(&x8[r][b].qs), x8[r][b].d);
+            let xo = |r: usize, b: usize| (avx2::nibbles(&xs[r][b].qs), xs[r][b].d);
+            let y1 = |c: usize, b: usize| (avx2::load32(&ys[c][b].qs), ys[c][b].d, ys[c][b].s);
+            let y0 = |c: usize, b: usize| (avx2::load32(&ys[c][b].qs), ys[c][b].d);
+            let a = tiles_avx2::affine_tile::<4, 2>(4, xu, y1);
+            let b = tiles_vnni::affine_tile::<4, 2>(4, xu, y1);
+            assert_eq!(a, b);
+            let a = tiles_avx2::signed_tile::<4, 2>(4, xq, y0);
+            let b = tiles_vnni::signed_tile::<4, 2>(4, xq, y0);
+            assert_eq!(a, b);
+            let a = tiles_avx2::offset_tile::<4, 2>(4, 8, xo, y0);
+            let b = tiles_vnni::offset_tile::<4, 2>(4, 8, xo, y0);
+            assert_eq!(a, b);
+        }
+    }
+
+    #[test]
+    fn erased_kernels_cover_every_tile() {
+        let k = DotKernel::for_type(Type::Q8_0).unwrap();
+        assert_eq!(k.vec_dot_type, Type::Q8_0);
+        assert!(DotKernel::for_type(Type::Q4_K).is_none());
+        let rows: Vec<Vec<BlockQ8_0>> = (0..4).map(|r| q8_0(&values(64, r)).0).collect();
+        let bytes: Vec<&[u8]> =
+            // SAFETY (test): blocks are plain bytes.
+            rows.iter().map(|r| unsafe { std::slice::from_raw_parts(r.as_ptr().cast::<u8>(), r.len() * 34) }).collect();
+        let mut full = [0.0f32; 8];
+        k.tile(64, &bytes[..4], &bytes[..2], &mut full, true);
+        for nr in 1..=4 {
+            for nc in 1..=2 {
+                let mut out = [0.0f32; 8];
+                k.tile(64, &bytes[..nr], &bytes[..nc], &mut out, false);
+                for r in 0..nr {
+                    for c in 0..nc {
+                        assert!((out[r * nc + c] - full[r * 2 + c]).abs() < 1e-4 * (1.0 + full[r * 2 + c].abs()));
+                    }
+                }
+            }
+        }
+        assert!((k.dot(64, bytes[1], bytes[0], true) - full[2]).abs() < 1e-4);
+    }
+}

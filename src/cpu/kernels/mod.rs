@@ -1,0 +1,555 @@
+//! The CPU kernels: one file per family of ops, each with its scalar reference and, where it
+//! matters, a SIMD path chosen once at start-up ([`features`]).
+//!
+//! Every kernel has the signature `fn(params: &ComputeParams, dst: TensorPtr)`: it computes
+//! thread `params.ith`'s share of `dst` from `dst.src[..]` and `dst.op_params`.
+
+pub mod features;
+pub mod simd;
+pub mod norm;
+pub mod copy;
+pub mod dot;
+pub mod softmax;
+pub mod rope;
+pub mod unary;
+pub mod matmul;
+pub mod conv;
+pub mod pool;
+pub mod attention;
+pub mod binary;
+pub mod misc;
+pub mod ssm;
+pub mod custom;
+pub mod loss;
+pub mod reduce;
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch: which kernel computes an op, whether it can, and the scratch it needs.
+
+use crate::backend::interface::Status;
+use crate::core::op::Op;
+use crate::core::tensor::{Tensor, TensorPtr};
+use crate::core::types::Type;
+use crate::cpu::compute::{ComputeParams, Kernel, op_is_empty};
+use crate::cpu::plan::{OpTable, reference_n_tasks};
+
+/// A kernel: thread `params.ith`'s share of a node.
+type RunFn = fn(&ComputeParams, TensorPtr);
+/// Whether a kernel covers a node's types and layout.
+type SupportsFn = fn(&Tensor) -> bool;
+/// Scratch bytes a node needs when run by `n_tasks` threads.
+type WorkSizeFn = fn(&Tensor, usize) -> usize;
+
+/// What the dispatch knows about one op.
+#[derive(Clone, Copy)]
+struct Entry {
+    run: RunFn,
+    supports: SupportsFn,
+    work_size: Option<WorkSizeFn>,
+}
+
+impl Entry {
+    const fn new(run: RunFn, supports: SupportsFn) -> Entry {
+        Entry { run, supports, work_size: None }
+    }
+
+    const fn scratch(self, work_size: WorkSizeFn) -> Entry {
+        Entry { work_size: Some(work_size), ..self }
+    }
+}
+
+/// The kernel family entry for `op`, or None for ops this build cannot compute.
+fn entry(op: Op) -> Option<Entry> {
+    Some(match op {
+        Op::DUP => Entry::new(copy::dup, copy::copy_supports).scratch(copy::copy_work_size),
+        Op::CPY => Entry::new(copy::cpy, copy::copy_supports).scratch(copy::copy_work_size),
+        Op::CONT => Entry::new(copy::cont, copy::copy_supports).scratch(copy::copy_work_size),
+        Op::SET => Entry::new(copy::set, copy::set_supports),
+        Op::GET_ROWS => Entry::new(copy::get_rows, copy::get_rows_supports),
+        Op::GET_ROWS_BACK => Entry::new(copy::get_rows_back, copy::get_rows_back_supports),
+        Op::SET_ROWS => Entry::new(copy::set_rows, copy::set_rows_supports).scratch(set_rows_work_size),
+        Op::DIAG => Entry::new(copy::diag, copy::diag_supports),
+        Op::DIAG_MASK_INF => Entry::new(copy::diag_mask_inf, copy::diag_mask_supports),
+        Op::DIAG_MASK_ZERO => Entry::new(copy::diag_mask_zero, copy::diag_mask_supports),
+
+        Op::ADD => Entry::new(binary::add, binary::binary_supports).scratch(binary::add_work_size),
+        Op::SUB => Entry::new(binary::sub, binary::binary_supports),
+        Op::MUL => Entry::new(binary::mul, binary::binary_supports),
+        Op::DIV => Entry::new(binary::div, binary::binary_supports),
+        Op::ADD1 => Entry::new(binary::add1, binary::add1_supports).scratch(binary::add_work_size),
+        Op::ACC => Entry::new(binary::acc, binary::acc_supports).scratch(acc_work_size),
+        Op::ADD_ID => Entry::new(binary::add_id, binary::add_id_supports).scratch(binary::add_work_size),
+        Op::SCALE => Entry::new(binary::scale, binary::scale_supports),
+        Op::CLAMP => Entry::new(binary::clamp, binary::map_supports),
+        Op::LEAKY_RELU => Entry::new(binary::leaky_relu, binary::map_supports),
+        Op::FILL => Entry::new(binary::fill, binary::fill_supports),
+        Op::TRI => Entry::new(binary::tri, binary::tri_supports),
+        Op::SILU_BACK => Entry::new(binary::silu_back, binary::silu_back_supports),
+
+        Op::SQR => Entry::new(unary::sqr, unary::math_supports),
+        Op::SQRT => Entry::new(unary::sqrt, unary::math_supports),
+        Op::LOG => Entry::new(unary::log, unary::math_supports),
+        Op::SIN => Entry::new(unary::sin, unary::math_supports),
+        Op::COS => Entry::new(unary::cos, unary::math_supports),
+        Op::UNARY => Entry::new(unary::unary, unary::unary_supports),
+        Op::GLU => Entry::new(unary::glu, unary::glu_supports),
+
+        Op::NORM => Entry::new(norm::norm, norm::norm_supports),
+        Op::RMS_NORM => Entry::new(norm::rms_norm, norm::rms_norm_supports),
+        Op::RMS_NORM_BACK => Entry::new(norm::rms_norm_back, norm::rms_norm_back_supports),
+        Op::GROUP_NORM => Entry::new(norm::group_norm, norm::group_norm_supports),
+        Op::L2_NORM => Entry::new(norm::l2_norm, norm::l2_norm_supports),
+
+        Op::MUL_MAT => Entry::new(matmul::mul_mat, matmul::mul_mat_supports).scratch(matmul::mul_mat_work_size),
+        Op::MUL_MAT_ID => {
+            Entry::new(matmul::mul_mat_id, matmul::mul_mat_id_supports).scratch(matmul::mul_mat_id_work_size)
+        }
+        Op::OUT_PROD => Entry::new(matmul::out_prod, matmul::out_prod_supports).scratch(matmul::out_prod_work_size),
+
+        Op::SOFT_MAX => Entry::new(softmax::soft_max, softmax::soft_max_supports).scratch(softmax::soft_max_work_size),
+        Op::SOFT_MAX_BACK => Entry::new(softmax::soft_max_back, softmax::soft_max_back_supports),
+        Op::ROPE => Entry::new(rope::rope, rope::rope_supports).scratch(rope::rope_work_size),
+        Op::ROPE_BACK => Entry::new(rope::rope_back, rope::rope_back_supports).scratch(rope::rope_work_size),
+        Op::FLASH_ATTN_EXT => Entry::new(attention::flash_attn_ext, attention::flash_attn_ext_supports)
+            .scratch(attention::flash_attn_ext_work_size),
+        Op::FLASH_ATTN_BACK => Entry::new(attention::flash_attn_back, attention::flash_attn_back_supports)
+            .scratch(attention::flash_attn_back_work_size),
+
+        Op::IM2COL => Entry::new(conv::im2col, conv::im2col_supports),
+        Op::IM2COL_BACK => Entry::new(conv::im2col_back, conv::im2col_back_supports),
+        Op::IM2COL_3D => Entry::new(conv::im2col_3d, conv::im2col_3d_supports),
+        Op::COL2IM_1D => Entry::new(conv::col2im_1d, conv::col2im_1d_supports),
+        Op::CONV_TRANSPOSE_1D => Entry::new(conv::conv_transpose_1d, conv::conv_transpose_1d_supports)
+            .scratch(conv::conv_transpose_1d_work_size),
+        Op::CONV_TRANSPOSE_2D => Entry::new(conv::conv_transpose_2d, conv::conv_transpose_2d_supports)
+            .scratch(conv::conv_transpose_2d_work_size),
+        Op::CONV_2D => Entry::new(conv::conv_2d, conv::conv_2d_supports).scratch(conv::conv_2d_work_size),
+        Op::CONV_3D => Entry::new(conv::conv_3d, conv::conv_3d_supports).scratch(conv::conv_3d_work_size),
+        Op::CONV_2D_DW => Entry::new(conv::conv_2d_dw, conv::conv_2d_dw_supports),
+
+        Op::POOL_1D => Entry::new(pool::pool_1d, pool::pool_supports),
+        Op::POOL_2D => Entry::new(pool::pool_2d, pool::pool_supports),
+        Op::POOL_2D_BACK => Entry::new(pool::pool_2d_back, pool::pool_2d_back_supports),
+        Op::UPSCALE => Entry::new(pool::upscale, pool::upscale_supports),
+        Op::PAD => Entry::new(pool::pad, pool::pad_supports),
+        Op::PAD_REFLECT_1D => Entry::new(pool::pad_reflect_1d, pool::pad_reflect_1d_supports),
+        Op::ROLL => Entry::new(pool::roll, pool::roll_supports),
+
+        Op::SUM => Entry::new(reduce::sum, reduce::sum_supports),
+        Op::SUM_ROWS => Entry::new(reduce::sum_rows, reduce::sum_rows_supports),
+        Op::MEAN => Entry::new(reduce::mean, reduce::sum_rows_supports),
+        Op::ARGMAX => Entry::new(reduce::argmax, reduce::argmax_supports),
+        Op::COUNT_EQUAL => {
+            Entry::new(reduce::count_equal, reduce::count_equal_supports).scratch(reduce::count_equal_work_size)
+        }
+        Op::CUMSUM => Entry::new(reduce::cumsum, reduce::cumsum_supports),
+        Op::REPEAT => Entry::new(reduce::repeat, reduce::repeat_supports),
+        Op::REPEAT_BACK => Entry::new(reduce::repeat_back, reduce::repeat_back_supports),
+        Op::CONCAT => Entry::new(reduce::concat, reduce::concat_supports),
+
+        Op::ARANGE => Entry::new(misc::arange, misc::arange_supports),
+        Op::TIMESTEP_EMBEDDING => Entry::new(misc::timestep_embedding, misc::timestep_embedding_supports),
+        Op::ARGSORT => Entry::new(misc::argsort, misc::argsort_supports),
+        Op::TOP_K => Entry::new(misc::top_k, misc::top_k_supports).scratch(misc::top_k_work_size),
+        Op::WIN_PART => Entry::new(misc::win_part, misc::win_supports),
+        Op::WIN_UNPART => Entry::new(misc::win_unpart, misc::win_supports),
+        Op::GET_REL_POS => Entry::new(misc::get_rel_pos, misc::get_rel_pos_supports),
+        Op::ADD_REL_POS => Entry::new(misc::add_rel_pos, misc::add_rel_pos_supports),
+        Op::SOLVE_TRI => Entry::new(misc::solve_tri, misc::solve_tri_supports),
+        Op::LIGHTNING_INDEXER => Entry::new(misc::lightning_indexer, misc::lightning_indexer_supports)
+            .scratch(misc::lightning_indexer_work_size),
+        Op::DSV4_HC_COMB => Entry::new(misc::dsv4_hc_comb, misc::dsv4_hc_supports),
+        Op::DSV4_HC_PRE => Entry::new(misc::dsv4_hc_pre, misc::dsv4_hc_supports),
+        Op::DSV4_HC_POST => Entry::new(misc::dsv4_hc_post, misc::dsv4_hc_supports),
+
+        Op::SSM_CONV => Entry::new(ssm::ssm_conv, ssm::ssm_conv_supports),
+        Op::SSM_SCAN => Entry::new(ssm::ssm_scan, ssm::ssm_scan_supports),
+        Op::RWKV_WKV6 => Entry::new(ssm::rwkv_wkv6, ssm::rwkv_wkv6_supports),
+        Op::RWKV_WKV7 => Entry::new(ssm::rwkv_wkv7, ssm::rwkv_wkv7_supports),
+        Op::GATED_LINEAR_ATTN => Entry::new(ssm::gated_linear_attn, ssm::gated_linear_attn_supports),
+        Op::GATED_DELTA_NET => {
+            Entry::new(ssm::gated_delta_net, ssm::gated_delta_net_supports).scratch(ssm::gated_delta_net_work_size)
+        }
+
+        Op::MAP_CUSTOM1 => Entry::new(custom::map_custom1, custom::custom_supports),
+        Op::MAP_CUSTOM2 => Entry::new(custom::map_custom2, custom::custom_supports),
+        Op::MAP_CUSTOM3 => Entry::new(custom::map_custom3, custom::custom_supports),
+        Op::CUSTOM => Entry::new(custom::custom, custom::custom_supports),
+
+        Op::CROSS_ENTROPY_LOSS => Entry::new(loss::cross_entropy_loss, loss::cross_entropy_loss_supports)
+            .scratch(loss::cross_entropy_loss_work_size),
+        Op::CROSS_ENTROPY_LOSS_BACK => {
+            Entry::new(loss::cross_entropy_loss_back, loss::cross_entropy_loss_back_supports)
+        }
+        Op::OPT_STEP_ADAMW => Entry::new(loss::opt_step_adamw, loss::opt_step_adamw_supports),
+        Op::OPT_STEP_SGD => Entry::new(loss::opt_step_sgd, loss::opt_step_sgd_supports),
+
+        _ => return None,
+    })
+}
+
+/// The reference's SET_ROWS scratch: a row of floats per task when F16 rows are written to
+/// another type.
+fn set_rows_work_size(node: &Tensor, n_tasks: usize) -> usize {
+    match source_of(node, 0) {
+        Some(s) if s.type_ == Type::F16 && node.type_ != Type::F16 => 4 * extent(node.ne[0]) * n_tasks,
+        _ => 0,
+    }
+}
+
+/// The reference's ACC scratch: a row of `src[1]` as floats per task for a block-quantized
+/// destination.
+fn acc_work_size(node: &Tensor, n_tasks: usize) -> usize {
+    match (source_of(node, 0), source_of(node, 1)) {
+        (Some(a), Some(b)) if a.type_.is_quantized() => 4 * extent(b.ne[0]) * n_tasks,
+        _ => 0,
+    }
+}
+
+fn extent(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(0)
+}
+
+fn source_of(node: &Tensor, i: usize) -> Option<&Tensor> {
+    // SAFETY: graph nodes' source slots hold null or live tensors of the graph's contexts.
+    unsafe { node.src[i].as_ref() }
+}
+
+/// `GGML_HINT_SRC0_IS_HADAMARD`, which MUL_MAT keeps in op_params[1].
+const HINT_SRC0_IS_HADAMARD: i32 = 1;
+
+/// The limits ggml 0.25.1's CPU device states in its `supports_op`, whatever kernels exist.
+fn reference_allows(node: &Tensor) -> bool {
+    let src_type = |i: usize| source_of(node, i).map(|s| s.type_);
+    match node.op {
+        // no quantizer for these destination types
+        Op::CPY | Op::SET_ROWS => !matches!(
+            node.type_,
+            Type::IQ3_XXS | Type::IQ3_S | Type::IQ2_XXS | Type::IQ2_XS | Type::IQ2_S | Type::IQ1_S | Type::IQ1_M
+        ),
+        Op::MUL_MAT => {
+            let (Some(t0), Some(t1)) = (src_type(0), src_type(1)) else { return false };
+            if node.op_param_i32(1) == HINT_SRC0_IS_HADAMARD && t0 == Type::F32 && node.type_ == Type::F32 {
+                return t1 == Type::F32 || t1 == Type::F16;
+            }
+            t1 == Type::F32 || t1 == crate::cpu::api::vec_dot_type(t0)
+        }
+        Op::SOFT_MAX_BACK => {
+            src_type(0) == Some(Type::F32) && src_type(1) == Some(Type::F32) && node.op_param_f32(1) == 0.0
+        }
+        Op::IM2COL_BACK => src_type(0) == Some(Type::F32) && matches!(src_type(1), Some(Type::F32 | Type::F16)),
+        Op::GET_ROWS_BACK => matches!(src_type(0), Some(Type::F32 | Type::F16)),
+        Op::OUT_PROD => match (source_of(node, 0), source_of(node, 1)) {
+            (Some(a), Some(b)) => {
+                let weights_ok = a.type_ == Type::F32
+                    || ((a.type_ == Type::F16 || a.type_.is_quantized()) && a.ne[2] == b.ne[2] && a.ne[3] == b.ne[3]);
+                weights_ok && b.type_ == Type::F32 && node.type_ == Type::F32
+            }
+            _ => false,
+        },
+        Op::CONV_2D => source_of(node, 0).is_some_and(Tensor::is_contiguous),
+        Op::SSM_SCAN => node.op_param_i32(0) == 1 || source_of(node, 3).is_some_and(|s| s.ne[0] == 1),
+        _ => true,
+    }
+}
+
+/// Whether this build's CPU kernels compute `node`: the view ops always (they compute
+/// nothing), other ops when a kernel exists for them, covers the node's types and layout,
+/// and ggml's CPU backend would accept the node too.
+pub fn supports_op(node: &Tensor) -> bool {
+    if op_is_empty(node.op) {
+        return true;
+    }
+    match entry(node.op) {
+        Some(e) => reference_allows(node) && (e.supports)(node),
+        None => false,
+    }
+}
+
+/// The CPU kernels as the planner and the compute driver see them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuKernels;
+
+impl Kernel for CpuKernels {
+    fn compute(&self, params: &ComputeParams, node: TensorPtr) -> Status {
+        match entry(node.op) {
+            Some(e) => {
+                (e.run)(params, node);
+                Status::SUCCESS
+            }
+            None => {
+                if params.ith == 0 {
+                    let name = if (0..Op::COUNT).contains(&node.op.0) { node.op.name() } else { "unknown" };
+                    crate::log_error!(
+                        "ggml_graph_compute: op {} (node '{}') has no CPU kernel in this build\n",
+                        name,
+                        node.name()
+                    );
+                }
+                Status::FAILED
+            }
+        }
+    }
+}
+
+impl OpTable for CpuKernels {
+    fn n_tasks(&self, node: &Tensor, n_threads: usize) -> usize {
+        reference_n_tasks(node, n_threads)
+    }
+
+    fn work_size(&self, node: &Tensor, n_tasks: usize, _n_threads: usize) -> usize {
+        entry(node.op).and_then(|e| e.work_size).map_or(0, |size| size(node, n_tasks))
+    }
+}
+
+#[cfg(test)]
+mod dispatch_tests {
+    use super::*;
+    use crate::core::context::{Context, InitParams};
+    use crate::core::graph::cgraph::new_graph_custom;
+    use crate::core::ops::{elementwise, matmul as mm, softmax as sm};
+    use crate::cpu::plan::plan;
+    use crate::cpu::pool::Threadpool;
+    use crate::ffi::misc::ThreadpoolParams;
+
+    fn ctx() -> Box<Context> {
+        Context::new(InitParams { mem_size: 4 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: false })
+    }
+
+    fn filled(c: &mut Context, ne: &[i64], mut f: impl FnMut(usize) -> f32) -> TensorPtr {
+        let t = c.new_tensor(Type::F32, ne);
+        values_mut(t).iter_mut().enumerate().for_each(|(i, v)| *v = f(i));
+        t
+    }
+
+    fn values_mut<'a>(t: TensorPtr) -> &'a mut [f32] {
+        // SAFETY: the test's F32 tensors are contiguous and allocated by their context.
+        unsafe { std::slice::from_raw_parts_mut(t.data.cast::<f32>(), t.nelements() as usize) }
+    }
+
+    /// Plans and computes `out`'s graph with `n_threads` on a pool, with scratch as planned.
+    fn run(c: &mut Context, out: TensorPtr, n_threads: i32) -> Status {
+        let g = new_graph_custom(c, 64, false);
+        g.get_mut().build_forward_expand(out);
+        let pool = Threadpool::new(&ThreadpoolParams::new(n_threads));
+        let mut p = plan(&g, n_threads, Some(&pool), &CpuKernels);
+        let mut work = vec![0u8; p.work_size];
+        p.work_data = if work.is_empty() { std::ptr::null_mut() } else { work.as_mut_ptr() };
+        // SAFETY: the plan names a live pool and `work_size` bytes of scratch.
+        unsafe { crate::cpu::compute::compute(&g, &p, &CpuKernels) }
+    }
+
+    #[test]
+    fn add_mul_mat_and_soft_max_on_one_and_two_threads() {
+        for n_threads in [1, 2] {
+            let mut c = ctx();
+            // a: 3 rows of 4; b: 2 rows of 4
+            let a = filled(&mut c, &[4, 3], |i| i as f32 * 0.5 - 1.0);
+            let b = filled(&mut c, &[4, 2], |i| 1.0 + i as f32 * 0.25);
+            let sum = elementwise::add(&mut c, a, a);
+            let prod = mm::mul_mat(&mut c, sum, b); // [3, 2]
+            let soft = sm::soft_max(&mut c, prod);
+            assert_eq!(run(&mut c, soft, n_threads), Status::SUCCESS, "{n_threads} threads");
+
+            let (av, bv) = (values_mut(a).to_vec(), values_mut(b).to_vec());
+            let sums: Vec<f32> = av.iter().map(|x| 2.0 * x).collect();
+            assert_eq!(values_mut(sum), &sums[..]);
+            let mut expected = vec![0f32; 6];
+            for j in 0..2 {
+                for i in 0..3 {
+                    expected[j * 3 + i] = (0..4).map(|k| sums[i * 4 + k] * bv[j * 4 + k]).sum();
+                }
+            }
+            for (got, want) in values_mut(prod).iter().zip(&expected) {
+                assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0), "mul_mat: {got} vs {want}");
+            }
+            for (row, got_row) in expected.chunks(3).zip(values_mut(soft).chunks(3)) {
+                let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let total: f32 = row.iter().map(|x| (x - max).exp()).sum();
+                for (x, got) in row.iter().zip(got_row) {
+                    let want = (x - max).exp() / total;
+                    assert!((got - want).abs() < 1e-5, "soft_max: {got} vs {want}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn supports_follows_the_kernels_and_the_reference_limits() {
+        let mut c = ctx();
+        let a = c.new_tensor(Type::F32, &[4, 3]);
+        let b = c.new_tensor(Type::F32, &[4, 2]);
+        let p = mm::mul_mat(&mut c, a, b);
+        assert!(supports_op(&p));
+        // F16 activations for F32 weights: refused by the reference unless hinted
+        let h = c.new_tensor(Type::F16, &[4, 2]);
+        let ph = mm::mul_mat(&mut c, a, h);
+        assert!(!supports_op(&ph));
+        // views always, ops without a kernel never
+        let v = c.new_tensor(Type::F32, &[4]);
+        v.get_mut().op = Op::VIEW;
+        assert!(supports_op(&v));
+        let unknown = c.new_tensor(Type::F32, &[4]);
+        unknown.get_mut().op = Op(Op::COUNT);
+        assert!(!supports_op(&unknown));
+    }
+
+    /// One task for every node, known op or not.
+    struct OneTask;
+
+    impl OpTable for OneTask {
+        fn n_tasks(&self, _node: &Tensor, _n_threads: usize) -> usize {
+            1
+        }
+    }
+
+    #[test]
+    fn an_op_without_a_kernel_fails_the_computation() {
+        let mut c = ctx();
+        let a = filled(&mut c, &[4], |i| i as f32);
+        let t = c.new_tensor(Type::F32, &[4]);
+        t.get_mut().op = Op(Op::COUNT);
+        t.get_mut().src[0] = a.as_ptr();
+        let g = new_graph_custom(&mut c, 8, false);
+        g.get_mut().build_forward_expand(t);
+        let p = plan(&g, 2, None, &OneTask);
+        // SAFETY: no pool, no scratch, no callback.
+        assert_eq!(unsafe { crate::cpu::compute::compute(&g, &p, &CpuKernels) }, Status::FAILED);
+    }
+
+    /// Builds one node of each of many ops over the same inputs.
+    fn many_ops(c: &mut Context) -> Vec<TensorPtr> {
+        use crate::core::op::UnaryOp;
+        use crate::core::ops::{misc, norm as nm, pool as pl, reduce, rows, shape, unary as un};
+        let mut seed = 0x2545_f491_u32;
+        let mut next = move || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32
+        };
+        let x = filled(c, &[16, 6, 2], |_| 0.1 + 2.0 * next());
+        let y = filled(c, &[16, 6, 2], |_| 0.5 + next());
+        let row = filled(c, &[16], |i| i as f32 * 0.1);
+        let scalar = filled(c, &[1], |_| 0.25);
+        let idx = c.new_tensor(Type::I32, &[4]);
+        // SAFETY: a freshly allocated I32 tensor of 4 elements.
+        unsafe { std::slice::from_raw_parts_mut(idx.data.cast::<i32>(), 4) }.copy_from_slice(&[5, 0, 3, 3]);
+        let x2 = shape::reshape_2d(c, x, 16, 12);
+        let xt = shape::transpose(c, x);
+        vec![
+            elementwise::add(c, x, y),
+            elementwise::sub(c, x, y),
+            elementwise::mul(c, x, row),
+            elementwise::div(c, x, y),
+            elementwise::sqr(c, x),
+            elementwise::sqrt(c, x),
+            elementwise::log(c, x),
+            elementwise::sin(c, x),
+            elementwise::cos(c, x),
+            elementwise::scale(c, x, 0.75),
+            elementwise::clamp(c, x, 0.5, 1.5),
+            elementwise::add1(c, x, scalar),
+            reduce::sum(c, x),
+            reduce::sum_rows(c, x),
+            reduce::mean(c, x),
+            reduce::argmax(c, x2),
+            reduce::cumsum(c, x),
+            reduce::repeat(c, row, x),
+            reduce::concat(c, x, y, 1),
+            un::unary(c, x, UnaryOp::GELU),
+            un::unary(c, x, UnaryOp::SILU),
+            un::leaky_relu(c, x, 0.1, false),
+            nm::norm(c, x, 1e-5),
+            nm::rms_norm(c, x, 1e-6),
+            sm::soft_max(c, x),
+            sm::diag_mask_inf(c, x, 2),
+            rows::get_rows(c, x2, idx),
+            shape::cast(c, x, Type::F16),
+            shape::cont(c, xt),
+            pl::pad(c, x, 1, 2, 0, 0),
+            misc::argsort(c, x, misc::SortOrder::DESC),
+            mm::mul_mat(c, x, y),
+        ]
+    }
+
+    #[test]
+    fn one_thread_and_three_agree() {
+        let mut c = ctx();
+        let outs = many_ops(&mut c);
+        let g = new_graph_custom(&mut c, 256, false);
+        for &o in &outs {
+            g.get_mut().build_forward_expand(o);
+        }
+        let snapshot = |t: TensorPtr| -> Vec<u8> {
+            // SAFETY: every output is a contiguous tensor allocated by the context.
+            unsafe { std::slice::from_raw_parts(t.data.cast::<u8>(), t.nbytes()) }.to_vec()
+        };
+        let mut results = Vec::new();
+        for n_threads in [1, 3] {
+            let pool = Threadpool::new(&ThreadpoolParams::new(n_threads));
+            let mut p = plan(&g, n_threads, Some(&pool), &CpuKernels);
+            let mut work = vec![0u8; p.work_size];
+            p.work_data = work.as_mut_ptr();
+            for &o in &outs {
+                // SAFETY: as in `snapshot`; poisons the previous run's results.
+                unsafe { std::ptr::write_bytes(o.data.cast::<u8>(), 0xff, o.nbytes()) };
+            }
+            // SAFETY: the plan names a live pool and `work_size` bytes of scratch.
+            assert_eq!(unsafe { crate::cpu::compute::compute(&g, &p, &CpuKernels) }, Status::SUCCESS);
+            results.push(outs.iter().map(|&o| snapshot(o)).collect::<Vec<_>>());
+        }
+        // the element-wise ones against their formulas (inputs are the sources)
+        type Formula = fn(f32, f32) -> f32;
+        let formulas: [Formula; 12] = [
+            |a, b| a + b,
+            |a, b| a - b,
+            |a, b| a * b,
+            |a, b| a / b,
+            |a, _| a * a,
+            |a, _| a.sqrt(),
+            |a, _| a.ln(),
+            |a, _| a.sin(),
+            |a, _| a.cos(),
+            |a, _| a * 0.75,
+            |a, _| a.clamp(0.5, 1.5),
+            |a, _| a + 0.25,
+        ];
+        for (k, f) in formulas.iter().enumerate() {
+            let o = outs[k];
+            let a = values_mut(o.src(0).expect("first operand"));
+            let b = o.src(1).map(|b| values_mut(b).to_vec()).unwrap_or_default();
+            for (i, got) in values_mut(o).iter().enumerate() {
+                let want = f(a[i], if b.is_empty() { 0.0 } else { b[i % b.len()] });
+                assert!((got - want).abs() <= 1e-5 * want.abs().max(1.0), "{}: {got} vs {want}", o.op.name());
+            }
+        }
+        let total: f32 = values_mut(outs[0].src(0).expect("x")).iter().sum();
+        assert!((values_mut(outs[12])[0] - total).abs() <= 1e-4 * total, "sum");
+
+        for (k, o) in outs.iter().enumerate() {
+            let (one, three) = (&results[0][k], &results[1][k]);
+            if o.type_ == Type::F32 {
+                let as_f32 = |b: &[u8]| -> Vec<f32> {
+                    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+                };
+                for (a, b) in as_f32(one).iter().zip(as_f32(three)) {
+                    let close = (a - b).abs() <= 1e-5 * a.abs().max(1.0) || (a.is_infinite() && a == &b);
+                    assert!(close, "{} (node {k}): {a} with one thread, {b} with three", o.op.name());
+                }
+            } else {
+                assert_eq!(one, three, "{} (node {k})", o.op.name());
+            }
+        }
+    }
+
+    #[test]
+    fn the_plan_sizes_scratch_from_the_families() {
+        let mut c = ctx();
+        let a = c.new_tensor(Type::Q8_0, &[64, 4]);
+        let b = c.new_tensor(Type::F32, &[64, 3]);
+        let p = mm::mul_mat(&mut c, a, b);
+        // the activations converted to Q8_0
+        assert_eq!(CpuKernels.work_size(&p, 2, 2), Type::Q8_0.row_size(64 * 3));
+        let s = sm::soft_max(&mut c, b);
+        assert_eq!(CpuKernels.work_size(&s, 3, 4), 4 * 64 * 3);
+    }
+}

@@ -1,0 +1,17 @@
+//! The CPU backend's machinery: a pool of worker threads with a spinning-then-sleeping
+//! barrier, the planner that sizes a computation (`ggml_cplan`) and the driver that walks a
+//! graph's nodes on the pool. The kernels plug in through [`plan::OpTable`] and
+//! [`compute::Kernel`].
+
+pub mod barrier;
+pub mod compute;
+pub mod futex;
+pub mod plan;
+pub mod pool;
+
+pub use compute::{ComputeParams, Kernel, compute};
+pub use plan::{OpTable, Plan, plan};
+pub use pool::{Team, Threadpool};
+pub mod kernels;
+pub mod backend;
+pub mod api;
