@@ -285,7 +285,10 @@ pub fn im2col_3d(params: &ComputeParams, dst: TensorPtr) {
     let n = b.ne[3] / ic;
     let (id, ih, iw) = (b.ne[2], b.ne[1], b.ne[0]);
     let (kd, kh, kw) = (a.ne[2], a.ne[1], a.ne[0]);
-    crate::ggml_assert!(n > 0, "im2col_3d: input has fewer than {} channels", ic);
+    if n == 0 {
+        // Fewer input planes than channels: the result is empty, as in the reference.
+        return;
+    }
     let od = dst.ne[3] / n;
     let (oh, ow) = (dst.ne[2], dst.ne[1]);
     let row_len = ic * kd * kh * kw;
