@@ -7,8 +7,8 @@
 pub mod alloc;
 pub mod backend;
 pub mod core;
+pub mod cpu;
 pub mod ffi;
 pub mod gguf;
-pub mod quants;
-pub mod cpu;
 pub mod opt;
+pub mod quants;

@@ -15,9 +15,7 @@ use super::interface::{
     RegInterface,
 };
 use super::registry::RegPtr;
-use crate::core::op::Op;
 use crate::core::tensor::Tensor;
-use crate::core::types::Type;
 
 /// A registry or device defined as a `static`. C code receives mutable pointers to these (as
 /// to ggml's own statics), so the value sits in an `UnsafeCell`.
@@ -100,7 +98,7 @@ unsafe extern "C" fn reg_get_proc_address(_reg: *mut Reg, name: *const c_char) -
         let f: unsafe extern "C" fn(*mut Device) -> *mut *mut BufferType = dev_get_extra_bufts;
         return f as *mut c_void;
     }
-    std::ptr::null_mut()
+    crate::cpu::backend::proc_address(name)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -165,10 +163,7 @@ unsafe extern "C" fn dev_get_props(dev: *mut Device, props: *mut DevProps) {
 }
 
 unsafe extern "C" fn dev_init_backend(_dev: *mut Device, _params: *const c_char) -> *mut Backend {
-    crate::log_error!(
-        "ggml_backend_cpu_device_init_backend: CPU compute is not available yet in this build; no CPU backend can be created\n"
-    );
-    std::ptr::null_mut()
+    crate::cpu::backend::init().as_ptr()
 }
 
 unsafe extern "C" fn dev_get_buffer_type(_dev: *mut Device) -> *mut BufferType {
@@ -184,83 +179,10 @@ unsafe extern "C" fn dev_buffer_from_host_ptr(
     cpu_buffer_from_ptr(ptr, size).as_ptr()
 }
 
-/// The type ggml's CPU matrix multiplication converts `src1` rows to for a `src0` of type `t`
-/// (`vec_dot_type` of its CPU type traits; F32 for types without a dot product).
-fn vec_dot_type(t: Type) -> Type {
-    match t {
-        Type::F16 => Type::F16,
-        Type::BF16 => Type::BF16,
-        Type::Q1_0 | Type::Q2_0 | Type::Q4_0 | Type::Q5_0 | Type::Q8_0 | Type::MXFP4 | Type::NVFP4 | Type::IQ4_NL => {
-            Type::Q8_0
-        }
-        Type::Q4_1 | Type::Q5_1 | Type::Q8_1 => Type::Q8_1,
-        Type::Q2_K
-        | Type::Q3_K
-        | Type::Q4_K
-        | Type::Q5_K
-        | Type::Q6_K
-        | Type::IQ2_XXS
-        | Type::IQ2_XS
-        | Type::IQ3_XXS
-        | Type::IQ3_S
-        | Type::IQ2_S
-        | Type::IQ1_S
-        | Type::IQ1_M
-        | Type::IQ4_XS
-        | Type::TQ1_0
-        | Type::TQ2_0 => Type::Q8_K,
-        _ => Type::F32,
-    }
-}
-
-/// `GGML_HINT_SRC0_IS_HADAMARD`, kept by MUL_MAT in op_params[1].
-const HINT_SRC0_IS_HADAMARD: i32 = 1;
-
-/// Which ops ggml's CPU backend computes, with the same exceptions it makes.
-fn cpu_supports_op(op: &Tensor) -> bool {
-    if matches!(op.op, Op::NONE | Op::RESHAPE | Op::VIEW | Op::PERMUTE | Op::TRANSPOSE) {
-        return true;
-    }
-    // SAFETY: source slots hold null or live tensors of the same graph.
-    let src = |i: usize| unsafe { op.src[i].as_ref() };
-    let src_type = |i: usize| match src(i) {
-        Some(s) => s.type_,
-        None => crate::ggml_abort!("{} node '{}' has no source {}", op.op.name(), op.name(), i),
-    };
-    match op.op {
-        Op::CPY | Op::SET_ROWS => !matches!(
-            op.type_,
-            Type::IQ3_XXS | Type::IQ3_S | Type::IQ2_XXS | Type::IQ2_XS | Type::IQ2_S | Type::IQ1_S | Type::IQ1_M
-        ),
-        Op::MUL_MAT => {
-            let (t0, t1) = (src_type(0), src_type(1));
-            if op.op_param_i32(1) == HINT_SRC0_IS_HADAMARD && t0 == Type::F32 && op.type_ == Type::F32 {
-                return t1 == Type::F32 || t1 == Type::F16;
-            }
-            t1 == Type::F32 || t1 == vec_dot_type(t0)
-        }
-        Op::SOFT_MAX_BACK => src_type(0) == Type::F32 && src_type(1) == Type::F32 && op.op_param_f32(1) == 0.0,
-        Op::IM2COL_BACK => src_type(0) == Type::F32 && matches!(src_type(1), Type::F32 | Type::F16),
-        Op::GET_ROWS_BACK => matches!(src_type(0), Type::F32 | Type::F16),
-        Op::OUT_PROD => {
-            let (s0, s1) = match (src(0), src(1)) {
-                (Some(a), Some(b)) => (a, b),
-                _ => crate::ggml_abort!("OUT_PROD node '{}' needs two sources", op.name()),
-            };
-            let src0_ok = s0.type_ == Type::F32
-                || ((s0.type_ == Type::F16 || s0.type_.is_quantized()) && s0.ne[2] == s1.ne[2] && s0.ne[3] == s1.ne[3]);
-            src0_ok && s1.type_ == Type::F32 && op.type_ == Type::F32
-        }
-        Op::CONV_2D => src(0).is_some_and(|s| s.is_contiguous()),
-        Op::SSM_SCAN => op.op_param_i32(0) == 1 || src(3).is_some_and(|s| s.ne[0] == 1),
-        _ => true,
-    }
-}
-
 unsafe extern "C" fn dev_supports_op(_dev: *mut Device, op: *const Tensor) -> bool {
     // SAFETY: callers pass a live tensor (ggml_backend_dev_supports_op's contract).
     match unsafe { op.as_ref() } {
-        Some(op) => cpu_supports_op(op),
+        Some(op) => crate::cpu::kernels::supports_op(op),
         None => crate::ggml_abort!("NULL op passed to the CPU device's supports_op"),
     }
 }
@@ -301,7 +223,11 @@ mod tests {
         assert!(props.memory_total > 0 && props.memory_free == props.memory_total);
         assert!(dev.host_buffer_type().is_none());
         assert!(dev.supports_buft(cpu_buffer_type()));
-        assert!(dev.init_backend(None).is_null());
+        let backend = dev.init_backend(None);
+        assert!(!backend.is_null());
+        // SAFETY: a backend the device just created, freed once.
+        unsafe { crate::backend::backend::BackendPtr::from_raw(backend) }.expect("CPU backend").free();
+        assert!(!reg.proc_address(c"ggml_backend_cpu_set_use_ref").is_null());
         assert!(!reg.proc_address(c"ggml_backend_dev_get_extra_bufts").is_null());
         assert!(reg.proc_address(c"ggml_backend_no_such_function").is_null());
     }

@@ -18,8 +18,8 @@ pub mod backend;
 pub mod cpu_device;
 pub mod device;
 pub mod loader;
+pub mod meta;
 pub mod registry;
 pub mod sched;
 #[cfg(test)]
 pub mod test_backend;
-pub mod meta;

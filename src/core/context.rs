@@ -10,9 +10,9 @@ use std::alloc::Layout;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
+use super::op::Op;
 use super::tensor::{MAX_DIMS, Tensor, TensorPtr};
 use super::types::Type;
-use super::op::Op;
 
 pub const MEM_ALIGN: usize = 16;
 /// Alignment of pools that the context allocates itself (cache-line, as ggml's aligned malloc).

@@ -35,11 +35,7 @@ fn byte_offset(t: &Tensor, idx: [i64; MAX_DIMS]) -> usize {
 }
 
 fn index(t: &Tensor, i: i64) -> usize {
-    if t.is_contiguous() {
-        i as usize * t.type_.type_size()
-    } else {
-        byte_offset(t, unravel(t, i))
-    }
+    if t.is_contiguous() { i as usize * t.type_.type_size() } else { byte_offset(t, unravel(t, i)) }
 }
 
 fn read(t: &Tensor, offset: usize) -> Scalar {

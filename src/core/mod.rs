@@ -3,10 +3,10 @@
 
 pub mod context;
 pub mod element;
-pub mod log;
-pub mod ops;
 pub mod graph;
+pub mod log;
 pub mod op;
+pub mod ops;
 pub mod tensor;
 pub mod time;
 pub mod types;

@@ -408,15 +408,7 @@ static UNARY_OP_NAMES: [&str; 22] = [
     "TRUNC",
 ];
 
-static GLU_OP_NAMES: [&str; 7] = [
-    "REGLU",
-    "GEGLU",
-    "SWIGLU",
-    "SWIGLU_OAI",
-    "GEGLU_ERF",
-    "GEGLU_QUICK",
-    "SWIGLU_CLAMP",
-];
+static GLU_OP_NAMES: [&str; 7] = ["REGLU", "GEGLU", "SWIGLU", "SWIGLU_OAI", "GEGLU_ERF", "GEGLU_QUICK", "SWIGLU_CLAMP"];
 
 #[cfg(test)]
 mod tests {

@@ -210,8 +210,7 @@ impl Tensor {
     }
 
     pub fn is_contiguously_allocated(&self) -> bool {
-        self.nbytes()
-            == self.nelements() as usize * self.type_.type_size() / self.type_.blck_size() as usize
+        self.nbytes() == self.nelements() as usize * self.type_.type_size() / self.type_.blck_size() as usize
     }
 
     pub fn is_contiguous_channels(&self) -> bool {
@@ -299,11 +298,7 @@ impl Tensor {
         crate::ggml_assert!(bytes.len() <= MAX_OP_PARAMS, "op params larger than {} bytes", MAX_OP_PARAMS);
         // SAFETY: op_params is 64 plain bytes and `bytes` fits in it (checked above).
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.op_params.as_mut_ptr().cast::<u8>(),
-                bytes.len(),
-            );
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.op_params.as_mut_ptr().cast::<u8>(), bytes.len());
         }
     }
 

@@ -114,49 +114,49 @@ const QK_K: i64 = 256;
 
 /// Indexed by the enum value. Block byte sizes follow the block layouts of ggml 0.25.1.
 static TYPE_INFO: [TypeInfo; Type::COUNT as usize] = [
-    plain("f32", 4),                   // 0
-    plain("f16", 2),                   // 1
-    quant("q4_0", 32, 18),             // 2
-    quant("q4_1", 32, 20),             // 3
-    retired("DEPRECATED"),             // 4: Q4_2
-    retired("DEPRECATED"),             // 5: Q4_3
-    quant("q5_0", 32, 22),             // 6
-    quant("q5_1", 32, 24),             // 7
-    quant("q8_0", 32, 34),             // 8
-    quant("q8_1", 32, 36),             // 9
-    quant("q2_K", QK_K, 84),           // 10
-    quant("q3_K", QK_K, 110),          // 11
-    quant("q4_K", QK_K, 144),          // 12
-    quant("q5_K", QK_K, 176),          // 13
-    quant("q6_K", QK_K, 210),          // 14
-    quant("q8_K", QK_K, 292),          // 15
-    quant("iq2_xxs", QK_K, 66),        // 16
-    quant("iq2_xs", QK_K, 74),         // 17
-    quant("iq3_xxs", QK_K, 98),        // 18
-    quant("iq1_s", QK_K, 50),          // 19
-    quant("iq4_nl", 32, 18),           // 20
-    quant("iq3_s", QK_K, 110),         // 21
-    quant("iq2_s", QK_K, 82),          // 22
-    quant("iq4_xs", QK_K, 136),        // 23
-    plain("i8", 1),                    // 24
-    plain("i16", 2),                   // 25
-    plain("i32", 4),                   // 26
-    plain("i64", 8),                   // 27
-    plain("f64", 8),                   // 28
-    quant("iq1_m", QK_K, 56),          // 29
-    plain("bf16", 2),                  // 30
-    retired("TYPE_Q4_0_4_4 REMOVED, use Q4_0 with runtime repacking"), // 31
-    retired("TYPE_Q4_0_4_8 REMOVED, use Q4_0 with runtime repacking"), // 32
-    retired("TYPE_Q4_0_8_8 REMOVED, use Q4_0 with runtime repacking"), // 33
-    quant("tq1_0", QK_K, 54),          // 34
-    quant("tq2_0", QK_K, 66),          // 35
+    plain("f32", 4),                                                       // 0
+    plain("f16", 2),                                                       // 1
+    quant("q4_0", 32, 18),                                                 // 2
+    quant("q4_1", 32, 20),                                                 // 3
+    retired("DEPRECATED"),                                                 // 4: Q4_2
+    retired("DEPRECATED"),                                                 // 5: Q4_3
+    quant("q5_0", 32, 22),                                                 // 6
+    quant("q5_1", 32, 24),                                                 // 7
+    quant("q8_0", 32, 34),                                                 // 8
+    quant("q8_1", 32, 36),                                                 // 9
+    quant("q2_K", QK_K, 84),                                               // 10
+    quant("q3_K", QK_K, 110),                                              // 11
+    quant("q4_K", QK_K, 144),                                              // 12
+    quant("q5_K", QK_K, 176),                                              // 13
+    quant("q6_K", QK_K, 210),                                              // 14
+    quant("q8_K", QK_K, 292),                                              // 15
+    quant("iq2_xxs", QK_K, 66),                                            // 16
+    quant("iq2_xs", QK_K, 74),                                             // 17
+    quant("iq3_xxs", QK_K, 98),                                            // 18
+    quant("iq1_s", QK_K, 50),                                              // 19
+    quant("iq4_nl", 32, 18),                                               // 20
+    quant("iq3_s", QK_K, 110),                                             // 21
+    quant("iq2_s", QK_K, 82),                                              // 22
+    quant("iq4_xs", QK_K, 136),                                            // 23
+    plain("i8", 1),                                                        // 24
+    plain("i16", 2),                                                       // 25
+    plain("i32", 4),                                                       // 26
+    plain("i64", 8),                                                       // 27
+    plain("f64", 8),                                                       // 28
+    quant("iq1_m", QK_K, 56),                                              // 29
+    plain("bf16", 2),                                                      // 30
+    retired("TYPE_Q4_0_4_4 REMOVED, use Q4_0 with runtime repacking"),     // 31
+    retired("TYPE_Q4_0_4_8 REMOVED, use Q4_0 with runtime repacking"),     // 32
+    retired("TYPE_Q4_0_8_8 REMOVED, use Q4_0 with runtime repacking"),     // 33
+    quant("tq1_0", QK_K, 54),                                              // 34
+    quant("tq2_0", QK_K, 66),                                              // 35
     retired("TYPE_IQ4_NL_4_4 REMOVED, use IQ4_NL with runtime repacking"), // 36
     retired("TYPE_IQ4_NL_4_8 REMOVED, use IQ4_NL with runtime repacking"), // 37
     retired("TYPE_IQ4_NL_8_8 REMOVED, use IQ4_NL with runtime repacking"), // 38
-    quant("mxfp4", 32, 17),            // 39
-    quant("nvfp4", 64, 36),            // 40
-    quant("q1_0", 128, 18),            // 41
-    quant("q2_0", 64, 18),             // 42
+    quant("mxfp4", 32, 17),                                                // 39
+    quant("nvfp4", 64, 36),                                                // 40
+    quant("q1_0", 128, 18),                                                // 41
+    quant("q2_0", 64, 18),                                                 // 42
 ];
 
 /// `enum ggml_ftype`: the "mostly" type of a model file, mapped to its tensor type.

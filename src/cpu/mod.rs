@@ -12,6 +12,6 @@ pub mod pool;
 pub use compute::{ComputeParams, Kernel, compute};
 pub use plan::{OpTable, Plan, plan};
 pub use pool::{Team, Threadpool};
-pub mod kernels;
-pub mod backend;
 pub mod api;
+pub mod backend;
+pub mod kernels;

@@ -7,8 +7,8 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod alloc;
-pub mod backend_buffer;
 pub mod backend;
+pub mod backend_buffer;
 pub mod context;
 pub mod cpu;
 pub mod gguf;
@@ -16,9 +16,9 @@ pub mod graph;
 pub mod meta;
 pub mod misc;
 pub mod ops_a;
-pub mod opt;
 pub mod ops_b;
 pub mod ops_c;
+pub mod opt;
 pub mod quants;
 pub mod sched;
 pub mod tensor;
@@ -72,9 +72,7 @@ pub fn static_c_str(s: &'static str) -> *const c_char {
     use std::sync::{Mutex, OnceLock};
     static INTERNED: OnceLock<Mutex<HashMap<&'static str, &'static CStr>>> = OnceLock::new();
     let mut map = INTERNED.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(s)
-        .or_insert_with(|| Box::leak(std::ffi::CString::new(s).unwrap_or_default().into_boxed_c_str()))
-        .as_ptr()
+    map.entry(s).or_insert_with(|| Box::leak(std::ffi::CString::new(s).unwrap_or_default().into_boxed_c_str())).as_ptr()
 }
 
 #[track_caller]

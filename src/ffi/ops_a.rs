@@ -247,7 +247,12 @@ pub extern "C" fn ggml_unary_inplace(ctx: *mut Context, a: *mut Tensor, op: Unar
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_leaky_relu(ctx: *mut Context, a: *mut Tensor, negative_slope: f32, inplace: bool) -> *mut Tensor {
+pub extern "C" fn ggml_leaky_relu(
+    ctx: *mut Context,
+    a: *mut Tensor,
+    negative_slope: f32,
+    inplace: bool,
+) -> *mut Tensor {
     unary::leaky_relu(context(ctx), tensor(a), negative_slope, inplace).as_ptr()
 }
 
@@ -298,7 +303,13 @@ export_glu_split! {
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_swiglu_oai(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, alpha: f32, limit: f32) -> *mut Tensor {
+pub extern "C" fn ggml_swiglu_oai(
+    ctx: *mut Context,
+    a: *mut Tensor,
+    b: *mut Tensor,
+    alpha: f32,
+    limit: f32,
+) -> *mut Tensor {
     glu::swiglu_oai(context(ctx), tensor(a), opt_tensor(b), alpha, limit).as_ptr()
 }
 

@@ -82,22 +82,12 @@ pub extern "C" fn ggml_set_inplace(
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_set_1d(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    b: *mut Tensor,
-    offset: usize,
-) -> *mut Tensor {
+pub extern "C" fn ggml_set_1d(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, offset: usize) -> *mut Tensor {
     shape::set_1d(context(ctx), tensor(a), tensor(b), offset).as_ptr()
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_set_1d_inplace(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    b: *mut Tensor,
-    offset: usize,
-) -> *mut Tensor {
+pub extern "C" fn ggml_set_1d_inplace(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, offset: usize) -> *mut Tensor {
     shape::set_1d_inplace(context(ctx), tensor(a), tensor(b), offset).as_ptr()
 }
 
@@ -144,23 +134,12 @@ pub extern "C" fn ggml_cont_1d(ctx: *mut Context, a: *mut Tensor, ne0: i64) -> *
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_cont_2d(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    ne0: i64,
-    ne1: i64,
-) -> *mut Tensor {
+pub extern "C" fn ggml_cont_2d(ctx: *mut Context, a: *mut Tensor, ne0: i64, ne1: i64) -> *mut Tensor {
     shape::cont_2d(context(ctx), tensor(a), ne0, ne1).as_ptr()
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_cont_3d(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    ne0: i64,
-    ne1: i64,
-    ne2: i64,
-) -> *mut Tensor {
+pub extern "C" fn ggml_cont_3d(ctx: *mut Context, a: *mut Tensor, ne0: i64, ne1: i64, ne2: i64) -> *mut Tensor {
     shape::cont_3d(context(ctx), tensor(a), ne0, ne1, ne2).as_ptr()
 }
 
@@ -189,23 +168,12 @@ pub extern "C" fn ggml_reshape_1d(ctx: *mut Context, a: *mut Tensor, ne0: i64) -
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_reshape_2d(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    ne0: i64,
-    ne1: i64,
-) -> *mut Tensor {
+pub extern "C" fn ggml_reshape_2d(ctx: *mut Context, a: *mut Tensor, ne0: i64, ne1: i64) -> *mut Tensor {
     shape::reshape_2d(context(ctx), tensor(a), ne0, ne1).as_ptr()
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_reshape_3d(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    ne0: i64,
-    ne1: i64,
-    ne2: i64,
-) -> *mut Tensor {
+pub extern "C" fn ggml_reshape_3d(ctx: *mut Context, a: *mut Tensor, ne0: i64, ne1: i64, ne2: i64) -> *mut Tensor {
     shape::reshape_3d(context(ctx), tensor(a), ne0, ne1, ne2).as_ptr()
 }
 
@@ -227,12 +195,7 @@ pub extern "C" fn ggml_view_tensor(ctx: *mut Context, src: *mut Tensor) -> *mut 
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_view_1d(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    ne0: i64,
-    offset: usize,
-) -> *mut Tensor {
+pub extern "C" fn ggml_view_1d(ctx: *mut Context, a: *mut Tensor, ne0: i64, offset: usize) -> *mut Tensor {
     shape::view_1d(context(ctx), tensor(a), ne0, offset).as_ptr()
 }
 
@@ -277,19 +240,7 @@ pub extern "C" fn ggml_view_4d(
     nb3: usize,
     offset: usize,
 ) -> *mut Tensor {
-    shape::view_4d(
-        context(ctx),
-        tensor(a),
-        ne0,
-        ne1,
-        ne2,
-        ne3,
-        nb1,
-        nb2,
-        nb3,
-        offset,
-    )
-    .as_ptr()
+    shape::view_4d(context(ctx), tensor(a), ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset).as_ptr()
 }
 
 #[unsafe(no_mangle)]
@@ -317,22 +268,12 @@ pub extern "C" fn ggml_get_rows(ctx: *mut Context, a: *mut Tensor, b: *mut Tenso
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_get_rows_back(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    b: *mut Tensor,
-    c: *mut Tensor,
-) -> *mut Tensor {
+pub extern "C" fn ggml_get_rows_back(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, c: *mut Tensor) -> *mut Tensor {
     rows::get_rows_back(context(ctx), tensor(a), tensor(b), tensor(c)).as_ptr()
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_set_rows(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    b: *mut Tensor,
-    c: *mut Tensor,
-) -> *mut Tensor {
+pub extern "C" fn ggml_set_rows(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, c: *mut Tensor) -> *mut Tensor {
     rows::set_rows(context(ctx), tensor(a), tensor(b), tensor(c)).as_ptr()
 }
 
@@ -342,38 +283,22 @@ pub extern "C" fn ggml_diag(ctx: *mut Context, a: *mut Tensor) -> *mut Tensor {
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_diag_mask_inf(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    n_past: c_int,
-) -> *mut Tensor {
+pub extern "C" fn ggml_diag_mask_inf(ctx: *mut Context, a: *mut Tensor, n_past: c_int) -> *mut Tensor {
     softmax::diag_mask_inf(context(ctx), tensor(a), n_past).as_ptr()
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_diag_mask_inf_inplace(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    n_past: c_int,
-) -> *mut Tensor {
+pub extern "C" fn ggml_diag_mask_inf_inplace(ctx: *mut Context, a: *mut Tensor, n_past: c_int) -> *mut Tensor {
     softmax::diag_mask_inf_inplace(context(ctx), tensor(a), n_past).as_ptr()
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_diag_mask_zero(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    n_past: c_int,
-) -> *mut Tensor {
+pub extern "C" fn ggml_diag_mask_zero(ctx: *mut Context, a: *mut Tensor, n_past: c_int) -> *mut Tensor {
     softmax::diag_mask_zero(context(ctx), tensor(a), n_past).as_ptr()
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_diag_mask_zero_inplace(
-    ctx: *mut Context,
-    a: *mut Tensor,
-    n_past: c_int,
-) -> *mut Tensor {
+pub extern "C" fn ggml_diag_mask_zero_inplace(ctx: *mut Context, a: *mut Tensor, n_past: c_int) -> *mut Tensor {
     softmax::diag_mask_zero_inplace(context(ctx), tensor(a), n_past).as_ptr()
 }
 
@@ -408,8 +333,7 @@ pub extern "C" fn ggml_soft_max_ext_inplace(
     scale: f32,
     max_bias: f32,
 ) -> *mut Tensor {
-    softmax::soft_max_ext_inplace(context(ctx), tensor(a), opt_tensor(mask), scale, max_bias)
-        .as_ptr()
+    softmax::soft_max_ext_inplace(context(ctx), tensor(a), opt_tensor(mask), scale, max_bias).as_ptr()
 }
 
 #[unsafe(no_mangle)]
@@ -454,17 +378,7 @@ fn rope_params(
     beta_fast: f32,
     beta_slow: f32,
 ) -> RopeParams {
-    RopeParams {
-        n_dims,
-        mode,
-        n_ctx_orig,
-        freq_base,
-        freq_scale,
-        ext_factor,
-        attn_factor,
-        beta_fast,
-        beta_slow,
-    }
+    RopeParams { n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow }
 }
 
 /// The `int sections[GGML_MROPE_SECTIONS]` argument, which may be NULL.
@@ -513,17 +427,7 @@ pub extern "C" fn ggml_rope_ext(
     beta_fast: f32,
     beta_slow: f32,
 ) -> *mut Tensor {
-    let p = rope_params(
-        n_dims,
-        mode,
-        n_ctx_orig,
-        freq_base,
-        freq_scale,
-        ext_factor,
-        attn_factor,
-        beta_fast,
-        beta_slow,
-    );
+    let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
     rope::rope_ext(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p).as_ptr()
 }
 
@@ -544,17 +448,7 @@ pub extern "C" fn ggml_rope_ext_inplace(
     beta_fast: f32,
     beta_slow: f32,
 ) -> *mut Tensor {
-    let p = rope_params(
-        n_dims,
-        mode,
-        n_ctx_orig,
-        freq_base,
-        freq_scale,
-        ext_factor,
-        attn_factor,
-        beta_fast,
-        beta_slow,
-    );
+    let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
     rope::rope_ext_inplace(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p).as_ptr()
 }
 
@@ -576,26 +470,8 @@ pub extern "C" fn ggml_rope_multi(
     beta_fast: f32,
     beta_slow: f32,
 ) -> *mut Tensor {
-    let p = rope_params(
-        n_dims,
-        mode,
-        n_ctx_orig,
-        freq_base,
-        freq_scale,
-        ext_factor,
-        attn_factor,
-        beta_fast,
-        beta_slow,
-    );
-    rope::rope_multi(
-        context(ctx),
-        tensor(a),
-        tensor(b),
-        opt_tensor(c),
-        &p,
-        sections(sections_),
-    )
-    .as_ptr()
+    let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
+    rope::rope_multi(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p, sections(sections_)).as_ptr()
 }
 
 #[unsafe(no_mangle)]
@@ -616,26 +492,8 @@ pub extern "C" fn ggml_rope_multi_inplace(
     beta_fast: f32,
     beta_slow: f32,
 ) -> *mut Tensor {
-    let p = rope_params(
-        n_dims,
-        mode,
-        n_ctx_orig,
-        freq_base,
-        freq_scale,
-        ext_factor,
-        attn_factor,
-        beta_fast,
-        beta_slow,
-    );
-    rope::rope_multi_inplace(
-        context(ctx),
-        tensor(a),
-        tensor(b),
-        opt_tensor(c),
-        &p,
-        sections(sections_),
-    )
-    .as_ptr()
+    let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
+    rope::rope_multi_inplace(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p, sections(sections_)).as_ptr()
 }
 
 #[unsafe(no_mangle)]
@@ -654,17 +512,7 @@ pub extern "C" fn ggml_rope_custom(
     beta_fast: f32,
     beta_slow: f32,
 ) -> *mut Tensor {
-    let p = rope_params(
-        n_dims,
-        mode,
-        n_ctx_orig,
-        freq_base,
-        freq_scale,
-        ext_factor,
-        attn_factor,
-        beta_fast,
-        beta_slow,
-    );
+    let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
     rope::rope_custom(context(ctx), tensor(a), tensor(b), &p).as_ptr()
 }
 
@@ -684,17 +532,7 @@ pub extern "C" fn ggml_rope_custom_inplace(
     beta_fast: f32,
     beta_slow: f32,
 ) -> *mut Tensor {
-    let p = rope_params(
-        n_dims,
-        mode,
-        n_ctx_orig,
-        freq_base,
-        freq_scale,
-        ext_factor,
-        attn_factor,
-        beta_fast,
-        beta_slow,
-    );
+    let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
     rope::rope_custom_inplace(context(ctx), tensor(a), tensor(b), &p).as_ptr()
 }
 
@@ -730,17 +568,7 @@ pub extern "C" fn ggml_rope_ext_back(
     beta_fast: f32,
     beta_slow: f32,
 ) -> *mut Tensor {
-    let p = rope_params(
-        n_dims,
-        mode,
-        n_ctx_orig,
-        freq_base,
-        freq_scale,
-        ext_factor,
-        attn_factor,
-        beta_fast,
-        beta_slow,
-    );
+    let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
     rope::rope_ext_back(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p).as_ptr()
 }
 
@@ -762,26 +590,8 @@ pub extern "C" fn ggml_rope_multi_back(
     beta_fast: f32,
     beta_slow: f32,
 ) -> *mut Tensor {
-    let p = rope_params(
-        n_dims,
-        mode,
-        n_ctx_orig,
-        freq_base,
-        freq_scale,
-        ext_factor,
-        attn_factor,
-        beta_fast,
-        beta_slow,
-    );
-    rope::rope_multi_back(
-        context(ctx),
-        tensor(a),
-        tensor(b),
-        opt_tensor(c),
-        &p,
-        sections(sections_),
-    )
-    .as_ptr()
+    let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
+    rope::rope_multi_back(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p, sections(sections_)).as_ptr()
 }
 
 #[unsafe(no_mangle)]
@@ -845,13 +655,5 @@ pub extern "C" fn ggml_flash_attn_back(
     d: *mut Tensor,
     masked: bool,
 ) -> *mut Tensor {
-    attention::flash_attn_back(
-        context(ctx),
-        tensor(q),
-        tensor(k),
-        tensor(v),
-        tensor(d),
-        masked,
-    )
-    .as_ptr()
+    attention::flash_attn_back(context(ctx), tensor(q), tensor(k), tensor(v), tensor(d), masked).as_ptr()
 }

@@ -77,12 +77,25 @@ pub extern "C" fn ggml_col2im_1d(ctx: *mut Context, a: *mut Tensor, s0: c_int, o
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_conv_1d(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, s0: c_int, p0: c_int, d0: c_int) -> *mut Tensor {
+pub extern "C" fn ggml_conv_1d(
+    ctx: *mut Context,
+    a: *mut Tensor,
+    b: *mut Tensor,
+    s0: c_int,
+    p0: c_int,
+    d0: c_int,
+) -> *mut Tensor {
     conv::conv_1d(context(ctx), tensor(a), tensor(b), s0, p0, d0).as_ptr()
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_conv_1d_ph(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, s: c_int, d: c_int) -> *mut Tensor {
+pub extern "C" fn ggml_conv_1d_ph(
+    ctx: *mut Context,
+    a: *mut Tensor,
+    b: *mut Tensor,
+    s: c_int,
+    d: c_int,
+) -> *mut Tensor {
     conv::conv_1d_ph(context(ctx), tensor(a), tensor(b), s, d).as_ptr()
 }
 
@@ -99,7 +112,13 @@ pub extern "C" fn ggml_conv_1d_dw(
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_conv_1d_dw_ph(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, s0: c_int, d0: c_int) -> *mut Tensor {
+pub extern "C" fn ggml_conv_1d_dw_ph(
+    ctx: *mut Context,
+    a: *mut Tensor,
+    b: *mut Tensor,
+    s0: c_int,
+    d0: c_int,
+) -> *mut Tensor {
     conv::conv_1d_dw_ph(context(ctx), tensor(a), tensor(b), s0, d0).as_ptr()
 }
 
@@ -192,7 +211,12 @@ pub extern "C" fn ggml_conv_2d_dw_direct(
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_conv_transpose_2d_p0(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, stride: c_int) -> *mut Tensor {
+pub extern "C" fn ggml_conv_transpose_2d_p0(
+    ctx: *mut Context,
+    a: *mut Tensor,
+    b: *mut Tensor,
+    stride: c_int,
+) -> *mut Tensor {
     conv::conv_transpose_2d_p0(context(ctx), tensor(a), tensor(b), stride).as_ptr()
 }
 
@@ -252,7 +276,14 @@ pub extern "C" fn ggml_conv_3d_direct(
 // ---- pooling, resampling, padding ----
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_pool_1d(ctx: *mut Context, a: *mut Tensor, op: PoolOp, k0: c_int, s0: c_int, p0: c_int) -> *mut Tensor {
+pub extern "C" fn ggml_pool_1d(
+    ctx: *mut Context,
+    a: *mut Tensor,
+    op: PoolOp,
+    k0: c_int,
+    s0: c_int,
+    p0: c_int,
+) -> *mut Tensor {
     pool::pool_1d(context(ctx), tensor(a), op, k0, s0, p0).as_ptr()
 }
 
@@ -319,7 +350,14 @@ pub extern "C" fn ggml_interpolate(
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_pad(ctx: *mut Context, a: *mut Tensor, p0: c_int, p1: c_int, p2: c_int, p3: c_int) -> *mut Tensor {
+pub extern "C" fn ggml_pad(
+    ctx: *mut Context,
+    a: *mut Tensor,
+    p0: c_int,
+    p1: c_int,
+    p2: c_int,
+    p3: c_int,
+) -> *mut Tensor {
     pool::pad(context(ctx), tensor(a), p0, p1, p2, p3).as_ptr()
 }
 
@@ -487,7 +525,12 @@ pub extern "C" fn ggml_dsv4_hc_pre(ctx: *mut Context, x: *mut Tensor, weights: *
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_dsv4_hc_pre_gated(ctx: *mut Context, x: *mut Tensor, gate: *mut Tensor, scale: f32) -> *mut Tensor {
+pub extern "C" fn ggml_dsv4_hc_pre_gated(
+    ctx: *mut Context,
+    x: *mut Tensor,
+    gate: *mut Tensor,
+    scale: f32,
+) -> *mut Tensor {
     misc::dsv4_hc_pre_gated(context(ctx), tensor(x), tensor(gate), scale).as_ptr()
 }
 
@@ -580,8 +623,17 @@ pub extern "C" fn ggml_gated_delta_net(
     state: *mut Tensor,
     k_snapshots: i64,
 ) -> *mut Tensor {
-    ssm::gated_delta_net(context(ctx), tensor(q), tensor(k), tensor(v), tensor(g), tensor(beta), tensor(state), k_snapshots)
-        .as_ptr()
+    ssm::gated_delta_net(
+        context(ctx),
+        tensor(q),
+        tensor(k),
+        tensor(v),
+        tensor(g),
+        tensor(beta),
+        tensor(state),
+        k_snapshots,
+    )
+    .as_ptr()
 }
 
 // ---- user-defined ops ----
@@ -734,6 +786,11 @@ pub extern "C" fn ggml_opt_step_adamw(
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_opt_step_sgd(ctx: *mut Context, a: *mut Tensor, grad: *mut Tensor, sgd_params: *mut Tensor) -> *mut Tensor {
+pub extern "C" fn ggml_opt_step_sgd(
+    ctx: *mut Context,
+    a: *mut Tensor,
+    grad: *mut Tensor,
+    sgd_params: *mut Tensor,
+) -> *mut Tensor {
     loss::opt_step_sgd(context(ctx), tensor(a), tensor(grad), tensor(sgd_params)).as_ptr()
 }

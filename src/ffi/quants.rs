@@ -127,11 +127,7 @@ pub extern "C" fn ggml_quantize_chunk(
     n_per_row: i64,
     imatrix: *const f32,
 ) -> usize {
-    crate::ggml_assert!(
-        type_.is_valid(),
-        "ggml_quantize_chunk: invalid type {}",
-        type_.0
-    );
+    crate::ggml_assert!(type_.is_valid(), "ggml_quantize_chunk: invalid type {}", type_.0);
     if chunk::requires_imatrix(type_) {
         crate::ggml_assert!(!imatrix.is_null());
     }
@@ -152,10 +148,7 @@ pub extern "C" fn ggml_quantize_chunk(
         n_per_row
     );
     let src = slice(src.wrapping_add(start as usize), n.unwrap_or(0));
-    let dst = slice_mut(
-        dst.cast::<u8>().wrapping_add(start_row * row_size),
-        byte_len(bytes.unwrap_or(0)),
-    );
+    let dst = slice_mut(dst.cast::<u8>().wrapping_add(start_row * row_size), byte_len(bytes.unwrap_or(0)));
     let imatrix = (!imatrix.is_null()).then(|| slice(imatrix, n_per_row));
     chunk::quantize_chunk(type_, src, dst, n_per_row as usize, imatrix)
 }
@@ -201,19 +194,9 @@ fn quantize_weighted_with<B: BlockFormat>(
     quant_weights: *const f32,
     rows: RowQuantizer<B>,
 ) -> usize {
-    crate::ggml_assert!(
-        nrow >= 0 && n_per_row > 0,
-        "{} rows of {} values",
-        nrow,
-        n_per_row
-    );
+    crate::ggml_assert!(nrow >= 0 && n_per_row > 0, "{} rows of {} values", nrow, n_per_row);
     let n = nrow.checked_mul(n_per_row);
-    crate::ggml_assert!(
-        n.is_some(),
-        "{} rows of {} values overflow",
-        nrow,
-        n_per_row
-    );
+    crate::ggml_assert!(n.is_some(), "{} rows of {} values overflow", nrow, n_per_row);
     let n = n.unwrap_or(0);
     let weights = (!quant_weights.is_null()).then(|| slice(quant_weights, n_per_row));
     let blocks = slice_mut(dst.cast::<B>(), blocks_for::<B>(n));
@@ -223,12 +206,7 @@ fn quantize_weighted_with<B: BlockFormat>(
 #[track_caller]
 fn blocks_for<B: BlockFormat>(k: i64) -> i64 {
     let qk = B::QK as i64;
-    crate::ggml_assert!(
-        k >= 0 && k % qk == 0,
-        "{} values are not whole {} blocks",
-        k,
-        B::TYPE.name()
-    );
+    crate::ggml_assert!(k >= 0 && k % qk == 0, "{} values are not whole {} blocks", k, B::TYPE.name());
     k / qk
 }
 

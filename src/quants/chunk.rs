@@ -61,16 +61,8 @@ pub fn is_supported(ty: Type) -> bool {
 /// `ggml_quantize_chunk`); the rest are compute-only or storage-only types.
 fn is_quantization_target(ty: Type) -> bool {
     is_supported(ty)
-        || [
-            Type::IQ2_XXS,
-            Type::IQ2_XS,
-            Type::IQ3_XXS,
-            Type::IQ3_S,
-            Type::IQ2_S,
-            Type::IQ1_S,
-            Type::IQ1_M,
-        ]
-        .contains(&ty)
+        || [Type::IQ2_XXS, Type::IQ2_XS, Type::IQ3_XXS, Type::IQ3_S, Type::IQ2_S, Type::IQ1_S, Type::IQ1_M]
+            .contains(&ty)
 }
 
 /// Aborts unless [`quantize_chunk`] can convert to `ty`.
@@ -79,10 +71,7 @@ pub fn check_supported(ty: Type) {
         if is_quantization_target(ty) {
             crate::ggml_abort!("quantization to {} is not supported yet", ty.name());
         }
-        crate::ggml_abort!(
-            "ggml_quantize_chunk: {} is not a type that rows can be quantized to",
-            ty.name()
-        );
+        crate::ggml_abort!("ggml_quantize_chunk: {} is not a type that rows can be quantized to", ty.name());
     }
 }
 
@@ -99,13 +88,7 @@ pub fn free() {
 
 /// Converts `nrows` rows of `n_per_row` values from `src` into `dst` (exactly the bytes of
 /// those rows) and returns the bytes written. `imatrix`, when given, has one weight per column.
-pub fn quantize_chunk(
-    ty: Type,
-    src: &[f32],
-    dst: &mut [u8],
-    n_per_row: usize,
-    imatrix: Option<&[f32]>,
-) -> usize {
+pub fn quantize_chunk(ty: Type, src: &[f32], dst: &mut [u8], n_per_row: usize, imatrix: Option<&[f32]>) -> usize {
     check_supported(ty);
     init(ty);
     let written = match ty {
@@ -140,28 +123,13 @@ pub fn quantize_chunk(
         _ => store_elements(src, dst, f32::to_le_bytes), // F32
     };
     let expected = ty.row_size(n_per_row as i64) * (src.len() / n_per_row.max(1));
-    crate::ggml_assert!(
-        written == expected,
-        "wrote {} bytes of {} for {}",
-        written,
-        expected,
-        ty.name()
-    );
+    crate::ggml_assert!(written == expected, "wrote {} bytes of {} for {}", written, expected, ty.name());
     written
 }
 
 /// Writes each value of `src` as `N` bytes.
-fn store_elements<const N: usize>(
-    src: &[f32],
-    dst: &mut [u8],
-    convert: impl Fn(f32) -> [u8; N],
-) -> usize {
-    crate::ggml_assert!(
-        dst.len() == src.len() * N,
-        "destination of {} bytes for {} values",
-        dst.len(),
-        src.len()
-    );
+fn store_elements<const N: usize>(src: &[f32], dst: &mut [u8], convert: impl Fn(f32) -> [u8; N]) -> usize {
+    crate::ggml_assert!(dst.len() == src.len() * N, "destination of {} bytes for {} values", dst.len(), src.len());
     for (out, &x) in dst.chunks_exact_mut(N).zip(src) {
         out.copy_from_slice(&convert(x));
     }
@@ -174,9 +142,7 @@ mod tests {
 
     #[test]
     fn imatrix_requirements_match_ggml() {
-        let needs: Vec<i32> = (0..Type::COUNT)
-            .filter(|&t| requires_imatrix(Type(t)))
-            .collect();
+        let needs: Vec<i32> = (0..Type::COUNT).filter(|&t| requires_imatrix(Type(t))).collect();
         assert_eq!(needs, vec![16, 17, 19]);
     }
 
@@ -200,10 +166,7 @@ mod tests {
         for ty in [Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0] {
             let mut dst = vec![0u8; ty.row_size(128)];
             assert_eq!(quantize_chunk(ty, &src, &mut dst, 64, None), dst.len());
-            assert_eq!(
-                quantize_chunk(ty, &src, &mut dst, 64, Some(&imatrix)),
-                dst.len()
-            );
+            assert_eq!(quantize_chunk(ty, &src, &mut dst, 64, Some(&imatrix)), dst.len());
         }
         let src: Vec<f32> = (0..1024).map(|i| (i as f32 * 0.37).sin()).collect();
         let imatrix = vec![1.0f32; 512];

@@ -41,9 +41,7 @@ pub fn bf16_to_fp32(h: Bf16) -> f32 {
 /// kept as well.
 #[inline]
 pub fn fp32_to_bf16(x: f32) -> Bf16 {
-    Bf16 {
-        bits: bf16::from_f32(x).to_bits(),
-    }
+    Bf16 { bits: bf16::from_f32(x).to_bits() }
 }
 
 pub fn fp16_to_fp32_row(x: &[u16], y: &mut [f32]) {

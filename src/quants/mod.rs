@@ -100,12 +100,7 @@ pub fn dequantize_row<B: BlockFormat>(x: &[B], y: &mut [f32]) {
 /// importance matrix (one weight per column) each row goes through the format's
 /// importance-aware search; without one, through the reference quantizer.
 /// (ggml's `quantize_q4_0` and friends.)
-pub fn quantize_rows<B: BlockFormat>(
-    src: &[f32],
-    dst: &mut [B],
-    n_per_row: usize,
-    imatrix: Option<&[f32]>,
-) -> usize {
+pub fn quantize_rows<B: BlockFormat>(src: &[f32], dst: &mut [B], n_per_row: usize, imatrix: Option<&[f32]>) -> usize {
     crate::ggml_assert!(
         n_per_row > 0 && src.len().is_multiple_of(n_per_row),
         "{} values are not whole rows of {}",
@@ -116,15 +111,9 @@ pub fn quantize_rows<B: BlockFormat>(
     match imatrix {
         None => quantize_row(src, dst),
         Some(weights) => {
-            crate::ggml_assert!(
-                weights.len() >= n_per_row,
-                "importance matrix shorter than a row"
-            );
+            crate::ggml_assert!(weights.len() >= n_per_row, "importance matrix shorter than a row");
             let blocks_per_row = n_per_row / B::QK;
-            for (row, out) in src
-                .chunks_exact(n_per_row)
-                .zip(dst.chunks_exact_mut(blocks_per_row))
-            {
+            for (row, out) in src.chunks_exact(n_per_row).zip(dst.chunks_exact_mut(blocks_per_row)) {
                 B::quantize_row_weighted(row, out, &weights[..n_per_row]);
             }
         }

@@ -25,10 +25,8 @@ pub struct BlockQ4_1 {
     pub qs: [u8; QK / 2],
 }
 
-const _: () =
-    assert!(std::mem::size_of::<BlockQ4_0>() == 18 && std::mem::align_of::<BlockQ4_0>() == 1);
-const _: () =
-    assert!(std::mem::size_of::<BlockQ4_1>() == 20 && std::mem::align_of::<BlockQ4_1>() == 1);
+const _: () = assert!(std::mem::size_of::<BlockQ4_0>() == 18 && std::mem::align_of::<BlockQ4_0>() == 1);
+const _: () = assert!(std::mem::size_of::<BlockQ4_1>() == 20 && std::mem::align_of::<BlockQ4_1>() == 1);
 
 /// Packs 32 levels (each 0..15) two to a byte.
 fn pack_nibbles(levels: impl Fn(usize) -> u8) -> [u8; QK / 2] {
@@ -48,10 +46,7 @@ unsafe impl BlockFormat for BlockQ4_0 {
     fn quantize(x: &[f32]) -> Self {
         let d = signed_absmax(x) / -8.0;
         let id = inverse(d);
-        BlockQ4_0 {
-            d: Half::from_f32(d),
-            qs: pack_nibbles(|j| level(x[j] * id, 8.5)),
-        }
+        BlockQ4_0 { d: Half::from_f32(d), qs: pack_nibbles(|j| level(x[j] * id, 8.5)) }
     }
 
     fn dequantize(&self, y: &mut [f32]) {
@@ -65,28 +60,16 @@ unsafe impl BlockFormat for BlockQ4_0 {
     fn quantize_row_weighted(x: &[f32], y: &mut [Self], weights: &[f32]) {
         let sigma2 = mean_square(x);
         let mut levels = [0i8; QK];
-        for ((block, xb), qw) in y
-            .iter_mut()
-            .zip(x.chunks_exact(QK))
-            .zip(weights.chunks_exact(QK))
-        {
+        for ((block, xb), qw) in y.iter_mut().zip(x.chunks_exact(QK)).zip(weights.chunks_exact(QK)) {
             let w: [f32; QK] = block_weights(xb, qw, sigma2);
             let d = search::symmetric_scale(xb, 8, &mut levels, Search::Full, Weighting::Given(&w));
-            *block = BlockQ4_0 {
-                d: Half::from_f32(d),
-                qs: pack_nibbles(|j| levels[j] as u8),
-            };
+            *block = BlockQ4_0 { d: Half::from_f32(d), qs: pack_nibbles(|j| levels[j] as u8) };
         }
     }
 }
 
 /// The sweep ggml uses for the importance-aware affine 4- and 5-bit formats.
-pub(crate) const AFFINE_SWEEP: Sweep = Sweep {
-    rmin: -0.9,
-    rdelta: 0.05,
-    nstep: 36,
-    use_mad: false,
-};
+pub(crate) const AFFINE_SWEEP: Sweep = Sweep { rmin: -0.9, rdelta: 0.05, nstep: 36, use_mad: false };
 
 // SAFETY: repr(C) of two Halfs and a byte array: 20 bytes, alignment 1, any bits valid.
 unsafe impl BlockFormat for BlockQ4_1 {
@@ -97,11 +80,7 @@ unsafe impl BlockFormat for BlockQ4_1 {
         let (min, max) = min_max(x);
         let d = (max - min) / 15.0;
         let id = inverse(d);
-        BlockQ4_1 {
-            d: Half::from_f32(d),
-            m: Half::from_f32(min),
-            qs: pack_nibbles(|j| level((x[j] - min) * id, 0.5)),
-        }
+        BlockQ4_1 { d: Half::from_f32(d), m: Half::from_f32(min), qs: pack_nibbles(|j| level((x[j] - min) * id, 0.5)) }
     }
 
     fn dequantize(&self, y: &mut [f32]) {
@@ -116,19 +95,10 @@ unsafe impl BlockFormat for BlockQ4_1 {
     fn quantize_row_weighted(x: &[f32], y: &mut [Self], weights: &[f32]) {
         let sigma2 = mean_square(x);
         let (mut levels, mut scratch) = ([0u8; QK], [0u8; QK]);
-        for ((block, xb), qw) in y
-            .iter_mut()
-            .zip(x.chunks_exact(QK))
-            .zip(weights.chunks_exact(QK))
-        {
+        for ((block, xb), qw) in y.iter_mut().zip(x.chunks_exact(QK)).zip(weights.chunks_exact(QK)) {
             let w: [f32; QK] = block_weights(xb, qw, sigma2);
-            let (d, offset) =
-                search::affine_scale(xb, 15, Some(&w), &mut levels, &mut scratch, AFFINE_SWEEP);
-            *block = BlockQ4_1 {
-                d: Half::from_f32(d),
-                m: Half::from_f32(-offset),
-                qs: pack_nibbles(|j| levels[j]),
-            };
+            let (d, offset) = search::affine_scale(xb, 15, Some(&w), &mut levels, &mut scratch, AFFINE_SWEEP);
+            *block = BlockQ4_1 { d: Half::from_f32(d), m: Half::from_f32(-offset), qs: pack_nibbles(|j| levels[j]) };
         }
     }
 }
@@ -139,9 +109,7 @@ mod tests {
     use crate::quants::{dequantize_row, quantize_row, quantize_rows};
 
     fn ramp(n: usize) -> Vec<f32> {
-        (0..n)
-            .map(|i| ((i * 37 % 64) as f32 - 31.5) / 8.0)
-            .collect()
+        (0..n).map(|i| ((i * 37 % 64) as f32 - 31.5) / 8.0).collect()
     }
 
     #[test]
@@ -168,18 +136,10 @@ mod tests {
         let mut y = vec![0.0f32; 256];
         quantize_row(&x, &mut q0);
         dequantize_row(&q0, &mut y);
-        assert!(
-            x.iter()
-                .zip(&y)
-                .all(|(a, b)| (a - b).abs() <= 4.0 / 8.0 + 1e-3)
-        );
+        assert!(x.iter().zip(&y).all(|(a, b)| (a - b).abs() <= 4.0 / 8.0 + 1e-3));
         quantize_row(&x, &mut q1);
         dequantize_row(&q1, &mut y);
-        assert!(
-            x.iter()
-                .zip(&y)
-                .all(|(a, b)| (a - b).abs() <= 8.0 / 15.0 * 0.51 + 1e-2)
-        );
+        assert!(x.iter().zip(&y).all(|(a, b)| (a - b).abs() <= 8.0 / 15.0 * 0.51 + 1e-2));
     }
 
     #[test]

@@ -29,10 +29,8 @@ pub struct BlockQ5_1 {
     pub qs: [u8; QK / 2],
 }
 
-const _: () =
-    assert!(std::mem::size_of::<BlockQ5_0>() == 22 && std::mem::align_of::<BlockQ5_0>() == 1);
-const _: () =
-    assert!(std::mem::size_of::<BlockQ5_1>() == 24 && std::mem::align_of::<BlockQ5_1>() == 1);
+const _: () = assert!(std::mem::size_of::<BlockQ5_0>() == 22 && std::mem::align_of::<BlockQ5_0>() == 1);
+const _: () = assert!(std::mem::size_of::<BlockQ5_1>() == 24 && std::mem::align_of::<BlockQ5_1>() == 1);
 
 /// Splits 32 five-bit levels into the nibble bytes and the high-bit word.
 fn pack(levels: impl Fn(usize) -> u8) -> ([u8; 4], [u8; QK / 2]) {
@@ -52,10 +50,7 @@ fn unpack(qh: [u8; 4], qs: &[u8; QK / 2], j: usize) -> (i32, i32) {
     let qh = u32::from_le_bytes(qh);
     let hi0 = ((qh >> j) << 4) & 0x10;
     let hi1 = (qh >> (j + 12)) & 0x10;
-    (
-        ((qs[j] & 0x0f) as u32 | hi0) as i32,
-        ((qs[j] >> 4) as u32 | hi1) as i32,
-    )
+    (((qs[j] & 0x0f) as u32 | hi0) as i32, ((qs[j] >> 4) as u32 | hi1) as i32)
 }
 
 // SAFETY: repr(C) of a Half and byte arrays: 22 bytes, alignment 1, any bits valid.
@@ -68,11 +63,7 @@ unsafe impl BlockFormat for BlockQ5_0 {
         let id = inverse(d);
         let level = |j: usize| (search::truncate_to_byte(x[j] * id + 16.5) as i8).min(31) as u8;
         let (qh, qs) = pack(level);
-        BlockQ5_0 {
-            d: Half::from_f32(d),
-            qh,
-            qs,
-        }
+        BlockQ5_0 { d: Half::from_f32(d), qh, qs }
     }
 
     fn dequantize(&self, y: &mut [f32]) {
@@ -87,20 +78,11 @@ unsafe impl BlockFormat for BlockQ5_0 {
     fn quantize_row_weighted(x: &[f32], y: &mut [Self], weights: &[f32]) {
         let sigma2 = mean_square(x);
         let mut levels = [0i8; QK];
-        for ((block, xb), qw) in y
-            .iter_mut()
-            .zip(x.chunks_exact(QK))
-            .zip(weights.chunks_exact(QK))
-        {
+        for ((block, xb), qw) in y.iter_mut().zip(x.chunks_exact(QK)).zip(weights.chunks_exact(QK)) {
             let w: [f32; QK] = block_weights(xb, qw, sigma2);
-            let d =
-                search::symmetric_scale(xb, 16, &mut levels, Search::Full, Weighting::Given(&w));
+            let d = search::symmetric_scale(xb, 16, &mut levels, Search::Full, Weighting::Given(&w));
             let (qh, qs) = pack(|j| levels[j] as u8);
-            *block = BlockQ5_0 {
-                d: Half::from_f32(d),
-                qh,
-                qs,
-            };
+            *block = BlockQ5_0 { d: Half::from_f32(d), qh, qs };
         }
     }
 }
@@ -116,12 +98,7 @@ unsafe impl BlockFormat for BlockQ5_1 {
         let id = inverse(d);
         // No clamp to 31 here: ggml has none for this format.
         let (qh, qs) = pack(|j| search::truncate_to_byte((x[j] - min) * id + 0.5));
-        BlockQ5_1 {
-            d: Half::from_f32(d),
-            m: Half::from_f32(min),
-            qh,
-            qs,
-        }
+        BlockQ5_1 { d: Half::from_f32(d), m: Half::from_f32(min), qh, qs }
     }
 
     fn dequantize(&self, y: &mut [f32]) {
@@ -137,21 +114,11 @@ unsafe impl BlockFormat for BlockQ5_1 {
     fn quantize_row_weighted(x: &[f32], y: &mut [Self], weights: &[f32]) {
         let sigma2 = mean_square(x);
         let (mut levels, mut scratch) = ([0u8; QK], [0u8; QK]);
-        for ((block, xb), qw) in y
-            .iter_mut()
-            .zip(x.chunks_exact(QK))
-            .zip(weights.chunks_exact(QK))
-        {
+        for ((block, xb), qw) in y.iter_mut().zip(x.chunks_exact(QK)).zip(weights.chunks_exact(QK)) {
             let w: [f32; QK] = block_weights(xb, qw, sigma2);
-            let (d, offset) =
-                search::affine_scale(xb, 31, Some(&w), &mut levels, &mut scratch, AFFINE_SWEEP);
+            let (d, offset) = search::affine_scale(xb, 31, Some(&w), &mut levels, &mut scratch, AFFINE_SWEEP);
             let (qh, qs) = pack(|j| levels[j]);
-            *block = BlockQ5_1 {
-                d: Half::from_f32(d),
-                m: Half::from_f32(-offset),
-                qh,
-                qs,
-            };
+            *block = BlockQ5_1 { d: Half::from_f32(d), m: Half::from_f32(-offset), qh, qs };
         }
     }
 }
@@ -179,26 +146,16 @@ mod tests {
 
     #[test]
     fn round_trips_stay_within_a_step() {
-        let x: Vec<f32> = (0..128)
-            .map(|i| ((i * 29 % 97) as f32 - 48.0) / 10.0)
-            .collect();
+        let x: Vec<f32> = (0..128).map(|i| ((i * 29 % 97) as f32 - 48.0) / 10.0).collect();
         let mut y = vec![0.0f32; 128];
         let mut q0 = vec![BlockQ5_0::default(); 4];
         quantize_row(&x, &mut q0);
         dequantize_row(&q0, &mut y);
-        assert!(
-            x.iter()
-                .zip(&y)
-                .all(|(a, b)| (a - b).abs() <= 4.8 / 16.0 + 1e-2)
-        );
+        assert!(x.iter().zip(&y).all(|(a, b)| (a - b).abs() <= 4.8 / 16.0 + 1e-2));
         let mut q1 = vec![BlockQ5_1::default(); 4];
         quantize_row(&x, &mut q1);
         dequantize_row(&q1, &mut y);
-        assert!(
-            x.iter()
-                .zip(&y)
-                .all(|(a, b)| (a - b).abs() <= 9.6 / 31.0 * 0.51 + 1e-2)
-        );
+        assert!(x.iter().zip(&y).all(|(a, b)| (a - b).abs() <= 9.6 / 31.0 * 0.51 + 1e-2));
         let w = vec![2.0f32; 128];
         quantize_rows(&x, &mut q1, 64, Some(&w));
         dequantize_row(&q1, &mut y);

@@ -26,10 +26,8 @@ pub struct BlockQ8_1 {
     pub qs: [u8; QK],
 }
 
-const _: () =
-    assert!(std::mem::size_of::<BlockQ8_0>() == 34 && std::mem::align_of::<BlockQ8_0>() == 1);
-const _: () =
-    assert!(std::mem::size_of::<BlockQ8_1>() == 36 && std::mem::align_of::<BlockQ8_1>() == 1);
+const _: () = assert!(std::mem::size_of::<BlockQ8_0>() == 34 && std::mem::align_of::<BlockQ8_0>() == 1);
+const _: () = assert!(std::mem::size_of::<BlockQ8_1>() == 36 && std::mem::align_of::<BlockQ8_1>() == 1);
 
 /// The scale `amax / 127` of a block and the signed quants of its values.
 fn quantize_symmetric(x: &[f32]) -> (f32, [u8; QK]) {
@@ -53,10 +51,7 @@ unsafe impl BlockFormat for BlockQ8_0 {
 
     fn quantize(x: &[f32]) -> Self {
         let (d, qs) = quantize_symmetric(x);
-        BlockQ8_0 {
-            d: Half::from_f32(d),
-            qs,
-        }
+        BlockQ8_0 { d: Half::from_f32(d), qs }
     }
 
     fn dequantize(&self, y: &mut [f32]) {
@@ -72,11 +67,7 @@ unsafe impl BlockFormat for BlockQ8_1 {
     fn quantize(x: &[f32]) -> Self {
         let (d, qs) = quantize_symmetric(x);
         let sum: i32 = qs.iter().map(|&q| i32::from(q as i8)).sum();
-        BlockQ8_1 {
-            d: Half::from_f32(d),
-            s: Half::from_f32(sum as f32 * d),
-            qs,
-        }
+        BlockQ8_1 { d: Half::from_f32(d), s: Half::from_f32(sum as f32 * d), qs }
     }
 
     fn dequantize(&self, y: &mut [f32]) {

@@ -21,11 +21,7 @@ pub fn nearest_int(x: f32) -> i32 {
 /// matters for degenerate inputs; in range it is plain truncation toward zero.
 #[inline]
 pub fn truncate_to_byte(x: f32) -> u8 {
-    let wide = if x.is_nan() || x.abs() >= 2_147_483_648.0 {
-        i32::MIN
-    } else {
-        x as i32
-    };
+    let wide = if x.is_nan() || x.abs() >= 2_147_483_648.0 { i32::MIN } else { x as i32 };
     wide as u8
 }
 
@@ -77,13 +73,7 @@ pub enum Search {
 /// Symmetric quantization of `x` to levels `-nmax..nmax-1`, stored in `levels` offset by `nmax`
 /// (so `0..2*nmax-1`). Returns the scale: `x[i] ≈ scale * (levels[i] - nmax)`.
 /// (ggml's `make_qx_quants`; `Search` and `Weighting` stand in for its `rmse_type`.)
-pub fn symmetric_scale(
-    x: &[f32],
-    nmax: i32,
-    levels: &mut [i8],
-    search: Search,
-    weighting: Weighting,
-) -> f32 {
+pub fn symmetric_scale(x: &[f32], nmax: i32, levels: &mut [i8], search: Search, weighting: Weighting) -> f32 {
     let n = x.len();
     let levels = &mut levels[..n];
     let mut max = 0.0f32;
@@ -128,11 +118,7 @@ pub fn symmetric_scale(
     let (sumlx, suml2) = sums(iscale);
     let mut scale = if suml2 != 0.0 { sumlx / suml2 } else { 0.0 };
     if search == Search::Quick {
-        return if suml2 > 0.0 {
-            0.5 * (scale + 1.0 / iscale)
-        } else {
-            1.0 / iscale
-        };
+        return if suml2 > 0.0 { 0.5 * (scale + 1.0 / iscale) } else { 1.0 / iscale };
     }
     let mut best = scale * sumlx;
     for step in (-9..=9).filter(|&s| s != 0) {
@@ -288,10 +274,7 @@ mod tests {
                 assert!((scale * (l as f32 - 8.0) - v).abs() < 1e-6);
             }
         }
-        assert_eq!(
-            symmetric_scale(&[0.0; 4], 8, &mut levels, Search::Full, Weighting::Flat),
-            0.0
-        );
+        assert_eq!(symmetric_scale(&[0.0; 4], 8, &mut levels, Search::Full, Weighting::Flat), 0.0);
         assert_eq!(&levels[..4], &[0; 4]);
     }
 
@@ -299,12 +282,7 @@ mod tests {
     fn affine_scale_reproduces_exact_levels() {
         let x: Vec<f32> = (0..32).map(|i| -1.0 + (i % 16) as f32 * 0.125).collect();
         let (mut levels, mut scratch) = ([0u8; 32], [0u8; 32]);
-        let sweep = Sweep {
-            rmin: -0.9,
-            rdelta: 0.05,
-            nstep: 36,
-            use_mad: false,
-        };
+        let sweep = Sweep { rmin: -0.9, rdelta: 0.05, nstep: 36, use_mad: false };
         let (scale, offset) = affine_scale(&x, 15, None, &mut levels, &mut scratch, sweep);
         for (&l, &v) in levels.iter().zip(&x) {
             assert!((scale * l as f32 - offset - v).abs() < 1e-5);

@@ -60,93 +60,35 @@ fn build(ty: Type) -> TypeTraits {
 /// The row converters a type has so far: as in ggml, f32 has none and q8_1 only a quantizer.
 fn converters(ty: Type) -> (Option<ToFloatFn>, Option<FromFloatFn>) {
     match ty {
-        Type::F16 => (
-            Some(to_float(rows::ggml_fp16_to_fp32_row)),
-            Some(from_float(rows::ggml_fp32_to_fp16_row)),
-        ),
-        Type::BF16 => (
-            Some(to_float(rows::ggml_bf16_to_fp32_row)),
-            Some(from_float(rows::ggml_fp32_to_bf16_row_ref)),
-        ),
-        Type::Q4_0 => (
-            Some(to_float(rows::dequantize_row_q4_0)),
-            Some(from_float(rows::quantize_row_q4_0_ref)),
-        ),
-        Type::Q4_1 => (
-            Some(to_float(rows::dequantize_row_q4_1)),
-            Some(from_float(rows::quantize_row_q4_1_ref)),
-        ),
-        Type::Q5_0 => (
-            Some(to_float(rows::dequantize_row_q5_0)),
-            Some(from_float(rows::quantize_row_q5_0_ref)),
-        ),
-        Type::Q5_1 => (
-            Some(to_float(rows::dequantize_row_q5_1)),
-            Some(from_float(rows::quantize_row_q5_1_ref)),
-        ),
-        Type::Q8_0 => (
-            Some(to_float(rows::dequantize_row_q8_0)),
-            Some(from_float(rows::quantize_row_q8_0_ref)),
-        ),
+        Type::F16 => (Some(to_float(rows::ggml_fp16_to_fp32_row)), Some(from_float(rows::ggml_fp32_to_fp16_row))),
+        Type::BF16 => (Some(to_float(rows::ggml_bf16_to_fp32_row)), Some(from_float(rows::ggml_fp32_to_bf16_row_ref))),
+        Type::Q4_0 => (Some(to_float(rows::dequantize_row_q4_0)), Some(from_float(rows::quantize_row_q4_0_ref))),
+        Type::Q4_1 => (Some(to_float(rows::dequantize_row_q4_1)), Some(from_float(rows::quantize_row_q4_1_ref))),
+        Type::Q5_0 => (Some(to_float(rows::dequantize_row_q5_0)), Some(from_float(rows::quantize_row_q5_0_ref))),
+        Type::Q5_1 => (Some(to_float(rows::dequantize_row_q5_1)), Some(from_float(rows::quantize_row_q5_1_ref))),
+        Type::Q8_0 => (Some(to_float(rows::dequantize_row_q8_0)), Some(from_float(rows::quantize_row_q8_0_ref))),
         Type::Q8_1 => (None, Some(from_float(rows::quantize_row_q8_1_ref))),
-        Type::Q2_K => (
-            Some(to_float(rows::dequantize_row_q2_K)),
-            Some(from_float(rows::quantize_row_q2_K_ref)),
-        ),
-        Type::Q3_K => (
-            Some(to_float(rows::dequantize_row_q3_K)),
-            Some(from_float(rows::quantize_row_q3_K_ref)),
-        ),
-        Type::Q4_K => (
-            Some(to_float(rows::dequantize_row_q4_K)),
-            Some(from_float(rows::quantize_row_q4_K_ref)),
-        ),
-        Type::Q5_K => (
-            Some(to_float(rows::dequantize_row_q5_K)),
-            Some(from_float(rows::quantize_row_q5_K_ref)),
-        ),
-        Type::Q6_K => (
-            Some(to_float(rows::dequantize_row_q6_K)),
-            Some(from_float(rows::quantize_row_q6_K_ref)),
-        ),
-        Type::Q1_0 => (
-            Some(to_float(rows::dequantize_row_q1_0)),
-            Some(from_float(rows::quantize_row_q1_0_ref)),
-        ),
-        Type::Q2_0 => (
-            Some(to_float(rows::dequantize_row_q2_0)),
-            Some(from_float(rows::quantize_row_q2_0_ref)),
-        ),
-        Type::MXFP4 => (
-            Some(to_float(rows::dequantize_row_mxfp4)),
-            Some(from_float(rows::quantize_row_mxfp4_ref)),
-        ),
-        Type::NVFP4 => (
-            Some(to_float(rows::dequantize_row_nvfp4)),
-            Some(from_float(rows::quantize_row_nvfp4_ref)),
-        ),
-        Type::TQ1_0 => (
-            Some(to_float(rows::dequantize_row_tq1_0)),
-            Some(from_float(rows::quantize_row_tq1_0_ref)),
-        ),
-        Type::TQ2_0 => (
-            Some(to_float(rows::dequantize_row_tq2_0)),
-            Some(from_float(rows::quantize_row_tq2_0_ref)),
-        ),
-        Type::IQ4_NL => (
-            Some(to_float(rows::dequantize_row_iq4_nl)),
-            Some(from_float(rows::quantize_row_iq4_nl_ref)),
-        ),
-        Type::IQ4_XS => (
-            Some(to_float(rows::dequantize_row_iq4_xs)),
-            Some(from_float(rows::quantize_row_iq4_xs_ref)),
-        ),
+        Type::Q2_K => (Some(to_float(rows::dequantize_row_q2_K)), Some(from_float(rows::quantize_row_q2_K_ref))),
+        Type::Q3_K => (Some(to_float(rows::dequantize_row_q3_K)), Some(from_float(rows::quantize_row_q3_K_ref))),
+        Type::Q4_K => (Some(to_float(rows::dequantize_row_q4_K)), Some(from_float(rows::quantize_row_q4_K_ref))),
+        Type::Q5_K => (Some(to_float(rows::dequantize_row_q5_K)), Some(from_float(rows::quantize_row_q5_K_ref))),
+        Type::Q6_K => (Some(to_float(rows::dequantize_row_q6_K)), Some(from_float(rows::quantize_row_q6_K_ref))),
+        Type::Q1_0 => (Some(to_float(rows::dequantize_row_q1_0)), Some(from_float(rows::quantize_row_q1_0_ref))),
+        Type::Q2_0 => (Some(to_float(rows::dequantize_row_q2_0)), Some(from_float(rows::quantize_row_q2_0_ref))),
+        Type::MXFP4 => (Some(to_float(rows::dequantize_row_mxfp4)), Some(from_float(rows::quantize_row_mxfp4_ref))),
+        Type::NVFP4 => (Some(to_float(rows::dequantize_row_nvfp4)), Some(from_float(rows::quantize_row_nvfp4_ref))),
+        Type::TQ1_0 => (Some(to_float(rows::dequantize_row_tq1_0)), Some(from_float(rows::quantize_row_tq1_0_ref))),
+        Type::TQ2_0 => (Some(to_float(rows::dequantize_row_tq2_0)), Some(from_float(rows::quantize_row_tq2_0_ref))),
+        Type::IQ4_NL => (Some(to_float(rows::dequantize_row_iq4_nl)), Some(from_float(rows::quantize_row_iq4_nl_ref))),
+        Type::IQ4_XS => (Some(to_float(rows::dequantize_row_iq4_xs)), Some(from_float(rows::quantize_row_iq4_xs_ref))),
         // As in ggml, iq2_xxs, iq2_xs and iq1_s (which need an importance matrix) and iq1_m have
         // no reference row quantizer.
         Type::IQ2_XXS => (Some(to_float(rows::dequantize_row_iq2_xxs)), None),
         Type::IQ2_XS => (Some(to_float(rows::dequantize_row_iq2_xs)), None),
         Type::IQ2_S => (Some(to_float(rows::dequantize_row_iq2_s)), Some(from_float(rows::quantize_row_iq2_s_ref))),
-        Type::IQ3_XXS => (Some(to_float(rows::dequantize_row_iq3_xxs)), Some(from_float(rows::quantize_row_iq3_xxs_ref))),
+        Type::IQ3_XXS => {
+            (Some(to_float(rows::dequantize_row_iq3_xxs)), Some(from_float(rows::quantize_row_iq3_xxs_ref)))
+        }
         Type::IQ3_S => (Some(to_float(rows::dequantize_row_iq3_s)), Some(from_float(rows::quantize_row_iq3_s_ref))),
         Type::IQ1_S => (Some(to_float(rows::dequantize_row_iq1_s)), None),
         Type::IQ1_M => (Some(to_float(rows::dequantize_row_iq1_m)), None),
@@ -173,10 +115,7 @@ mod tests {
     #[test]
     fn table_follows_type_facts() {
         let q4 = type_traits(Type::Q4_0);
-        assert_eq!(
-            (q4.blck_size, q4.type_size, q4.is_quantized),
-            (32, 18, true)
-        );
+        assert_eq!((q4.blck_size, q4.type_size, q4.is_quantized), (32, 18, true));
         assert!(q4.to_float.is_some() && q4.from_float_ref.is_some());
         let f32_traits = type_traits(Type::F32);
         assert!(f32_traits.to_float.is_none() && f32_traits.from_float_ref.is_none());
@@ -189,15 +128,7 @@ mod tests {
     #[test]
     fn table_converters_round_trip() {
         let x: Vec<f32> = (0..64).map(|i| i as f32 / 8.0 - 4.0).collect();
-        for ty in [
-            Type::F16,
-            Type::BF16,
-            Type::Q4_0,
-            Type::Q4_1,
-            Type::Q5_0,
-            Type::Q5_1,
-            Type::Q8_0,
-        ] {
+        for ty in [Type::F16, Type::BF16, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0] {
             let t = type_traits(ty);
             let mut bytes = vec![0u8; ty.row_size(64)];
             let mut y = vec![0.0f32; 64];
@@ -206,11 +137,7 @@ mod tests {
                 (t.from_float_ref.unwrap())(x.as_ptr(), bytes.as_mut_ptr().cast(), 64);
                 (t.to_float.unwrap())(bytes.as_ptr().cast(), y.as_mut_ptr(), 64);
             }
-            assert!(
-                x.iter().zip(&y).all(|(a, b)| (a - b).abs() <= 0.4),
-                "{}",
-                ty.name()
-            );
+            assert!(x.iter().zip(&y).all(|(a, b)| (a - b).abs() <= 0.4), "{}", ty.name());
         }
     }
 }

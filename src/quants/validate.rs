@@ -69,12 +69,7 @@ pub fn validate_row_data(ty: Type, data: &[u8]) -> bool {
         return false;
     }
     if !data.len().is_multiple_of(type_size) {
-        crate::log_error!(
-            "{FUNC}: invalid size {} for type {} (type size = {})\n",
-            data.len(),
-            ty.name(),
-            type_size
-        );
+        crate::log_error!("{FUNC}: invalid size {} for type {} (type size = {})\n", data.len(), ty.name(), type_size);
         return false;
     }
     let check = check_for(ty);
@@ -84,17 +79,11 @@ pub fn validate_row_data(ty: Type, data: &[u8]) -> bool {
     }
     let units = data.chunks_exact(type_size);
     match check {
-        Check::F32Values => units
-            .enumerate()
-            .all(|(i, v)| finite(i, f32::from_le_bytes(bytes_at(v, 0)))),
+        Check::F32Values => units.enumerate().all(|(i, v)| finite(i, f32::from_le_bytes(bytes_at(v, 0)))),
         // ggml checks f64 values after narrowing them to f32, so magnitudes beyond f32's range
         // count as infinite; that is kept.
-        Check::F64Values => units
-            .enumerate()
-            .all(|(i, v)| finite(i, f64::from_le_bytes(bytes_at(v, 0)) as f32)),
-        Check::F16Values => units
-            .enumerate()
-            .all(|(i, v)| finite_half(i, half_at(v, 0))),
+        Check::F64Values => units.enumerate().all(|(i, v)| finite(i, f64::from_le_bytes(bytes_at(v, 0)) as f32)),
+        Check::F16Values => units.enumerate().all(|(i, v)| finite_half(i, half_at(v, 0))),
         Check::Bf16Values => {
             let (mut nans, mut infs) = (0usize, 0usize);
             for v in units {
@@ -110,12 +99,10 @@ pub fn validate_row_data(ty: Type, data: &[u8]) -> bool {
             }
             nans == 0 && infs == 0
         }
-        Check::HalfScales(offsets) => units
-            .enumerate()
-            .all(|(i, block)| offsets.iter().all(|&at| finite_half(i, half_at(block, at)))),
-        Check::F32Scale => units
-            .enumerate()
-            .all(|(i, block)| finite(i, f32::from_le_bytes(bytes_at(block, 0)))),
+        Check::HalfScales(offsets) => {
+            units.enumerate().all(|(i, block)| offsets.iter().all(|&at| finite_half(i, half_at(block, at))))
+        }
+        Check::F32Scale => units.enumerate().all(|(i, block)| finite(i, f32::from_le_bytes(bytes_at(block, 0)))),
         Check::E8m0Scale => units.enumerate().all(|(i, block)| {
             let e = block[0];
             if e == 0xff {
@@ -125,10 +112,7 @@ pub fn validate_row_data(ty: Type, data: &[u8]) -> bool {
         }),
         Check::Iq1mScale => units.enumerate().all(|(i, block)| {
             let word = |k: usize| u16::from_le_bytes(bytes_at(block, 48 + 2 * k));
-            let bits = (word(0) >> 12)
-                | ((word(1) >> 8) & 0x00f0)
-                | ((word(2) >> 4) & 0x0f00)
-                | (word(3) & 0xf000);
+            let bits = (word(0) >> 12) | ((word(1) >> 8) & 0x00f0) | ((word(2) >> 4) & 0x0f00) | (word(3) & 0xf000);
             finite_half(i, Half::from_bits(bits))
         }),
         Check::Nothing | Check::Unknown => true,
@@ -179,10 +163,7 @@ mod tests {
     fn float_rows() {
         assert!(validate_row_data(Type::F32, &f32_bytes(&[1.0, -2.0, 0.0])));
         assert!(!validate_row_data(Type::F32, &f32_bytes(&[1.0, f32::NAN])));
-        assert!(!validate_row_data(
-            Type::F32,
-            &f32_bytes(&[f32::NEG_INFINITY])
-        ));
+        assert!(!validate_row_data(Type::F32, &f32_bytes(&[f32::NEG_INFINITY])));
         assert!(!validate_row_data(Type::F32, &[0u8; 6]));
         assert!(!validate_row_data(Type::F64, &1.0e300f64.to_le_bytes()));
         assert!(validate_row_data(Type::F64, &1.0e30f64.to_le_bytes()));

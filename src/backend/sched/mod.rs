@@ -548,4 +548,3 @@ impl Drop for Sched {
 
 #[cfg(test)]
 mod tests;
-

@@ -228,7 +228,9 @@ unsafe extern "C" fn t_graph_optimize(backend: *mut Backend, graph: *mut Graph, 
     let (d, g, p) = unsafe { (test_device((*backend).context), &*graph, &*params) };
     let Some((keep, until)) = d.keep_alive.borrow().clone() else { return };
     let find = |name: &str| {
-        g.nodes().flat_map(|n| std::iter::once(n).chain((0..MAX_SRC).filter_map(move |j| n.src(j)))).find(|t| t.name() == name)
+        g.nodes()
+            .flat_map(|n| std::iter::once(n).chain((0..MAX_SRC).filter_map(move |j| n.src(j))))
+            .find(|t| t.name() == name)
     };
     if let (Some(k), Some(u)) = (find(&keep), find(&until)) {
         // SAFETY: the scheduler's own callback with its user data.

@@ -10,7 +10,9 @@
 use super::cgraph::Graph;
 use crate::core::context::Context;
 use crate::core::op::{GluOp, Op, UnaryOp};
-use crate::core::ops::{conv, elementwise as ew, glu, loss, matmul, norm, pool, reduce, rope, rows, shape, softmax, unary};
+use crate::core::ops::{
+    conv, elementwise as ew, glu, loss, matmul, norm, pool, reduce, rope, rows, shape, softmax, unary,
+};
 use crate::core::tensor::{MAX_DIMS, MAX_SRC, TensorPtr, flag};
 use crate::core::types::Type;
 
@@ -54,7 +56,16 @@ impl Graph {
     /// Adds `t` into the part of the gradient in `slot` described by strides and offset
     /// (`ggml_acc_or_set`); a missing gradient starts as zeros.
     #[allow(clippy::too_many_arguments)]
-    fn acc_or_set(&mut self, ctx: &mut Context, slot: usize, t: TensorPtr, nb1: usize, nb2: usize, nb3: usize, offset: usize) {
+    fn acc_or_set(
+        &mut self,
+        ctx: &mut Context,
+        slot: usize,
+        t: TensorPtr,
+        nb1: usize,
+        nb2: usize,
+        nb3: usize,
+        offset: usize,
+    ) {
         let grad = match self.grad_at(slot) {
             Some(g) => ew::acc_impl(ctx, g, t, nb1, nb2, nb3, offset, self.accumulates(slot)),
             None => {
@@ -608,7 +619,12 @@ impl Graph {
                 let t = ew::mul(ctx, grad, s);
                 self.add_or_set(ctx, slot(), t);
             }
-            UnaryOp::ABS | UnaryOp::NEG | UnaryOp::RELU | UnaryOp::SILU | UnaryOp::EXP | UnaryOp::EXPM1
+            UnaryOp::ABS
+            | UnaryOp::NEG
+            | UnaryOp::RELU
+            | UnaryOp::SILU
+            | UnaryOp::EXP
+            | UnaryOp::EXPM1
             | UnaryOp::SOFTPLUS => {}
             other => {
                 crate::ggml_abort!("ggml_compute_backward: unsupported unary op for backward pass: {}", other.name())

@@ -59,9 +59,7 @@ impl Graph {
             return slot;
         }
         loop {
-            let Some(frame) = stack.last_mut() else {
-                unreachable!("the walk ends when the root's frame is popped")
-            };
+            let Some(frame) = stack.last_mut() else { unreachable!("the walk ends when the root's frame is popped") };
             if frame.next < MAX_SRC {
                 let i = frame.next;
                 frame.next += 1;

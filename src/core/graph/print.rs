@@ -129,13 +129,7 @@ impl Graph {
         for leaf in self.leafs() {
             for j in 0..MAX_SRC {
                 let Some(src) = leaf.src(j) else { continue };
-                let _ = writeln!(
-                    out,
-                    "  \"{:p}\" -> \"{:p}\" [ label = \"src {}\"; ]",
-                    src.as_ptr(),
-                    leaf.as_ptr(),
-                    j
-                );
+                let _ = writeln!(out, "  \"{:p}\" -> \"{:p}\" [ label = \"src {}\"; ]", src.as_ptr(), leaf.as_ptr(), j);
             }
         }
 
@@ -150,23 +144,14 @@ impl Graph {
         if let Err(e) = written {
             crate::ggml_abort!("cannot write {}: {}", filename, e);
         }
-        crate::log_info!(
-            "ggml_graph_dump_dot: dot -Tpng {} -o {}.png && open {}.png\n",
-            filename,
-            filename,
-            filename
-        );
+        crate::log_info!("ggml_graph_dump_dot: dot -Tpng {} -o {}.png && open {}.png\n", filename, filename, filename);
     }
 }
 
 /// `"name (type)|"`, or `"(type)|"` for an unnamed tensor.
 fn name_and_type(t: &Tensor) -> String {
     let name = String::from_utf8_lossy(t.name_bytes());
-    if name.is_empty() {
-        format!("({})|", t.type_.name())
-    } else {
-        format!("{} ({})|", name, t.type_.name())
-    }
+    if name.is_empty() { format!("({})|", t.type_.name()) } else { format!("{} ({})|", name, t.type_.name()) }
 }
 
 #[cfg(test)]
@@ -190,11 +175,17 @@ mod tests {
         assert_eq!(lines.len(), 7);
         assert_eq!(
             lines[3],
-            format!("  \"{:p}\" [ style = filled; fillcolor = white; shape = record; label=\"node_0 (f32)|0 [2, 3, 4] | <x>x*v\"; ]", b.as_ptr())
+            format!(
+                "  \"{:p}\" [ style = filled; fillcolor = white; shape = record; label=\"node_0 (f32)|0 [2, 3, 4] | <x>x*v\"; ]",
+                b.as_ptr()
+            )
         );
         assert_eq!(
             lines[4],
-            format!("  \"{:p}\" [ style = filled; fillcolor = pink; shape = record; label=\"<x>leaf_0 (f32)|CONST 0 [2, 1] | (#, #)\"; ]", a.as_ptr())
+            format!(
+                "  \"{:p}\" [ style = filled; fillcolor = pink; shape = record; label=\"<x>leaf_0 (f32)|CONST 0 [2, 1] | (#, #)\"; ]",
+                a.as_ptr()
+            )
         );
         assert!(lines[5].ends_with("[ arrowhead = vee; style = solid; label = \"src 0\"; ]"));
         g.print();

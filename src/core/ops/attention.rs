@@ -27,44 +27,17 @@ pub fn flash_attn_ext(
     max_bias: f32,
     logit_softcap: f32,
 ) -> TensorPtr {
-    crate::ggml_assert!(
-        can_mul_mat(&k, &q),
-        "flash_attn_ext: K {:?} and Q {:?} cannot be multiplied",
-        k.ne,
-        q.ne
-    );
-    crate::ggml_assert!(
-        q.ne[3] == k.ne[3],
-        "flash_attn_ext: Q and K differ in dimension 3"
-    );
-    crate::ggml_assert!(
-        q.ne[3] == v.ne[3],
-        "flash_attn_ext: Q and V differ in dimension 3"
-    );
+    crate::ggml_assert!(can_mul_mat(&k, &q), "flash_attn_ext: K {:?} and Q {:?} cannot be multiplied", k.ne, q.ne);
+    crate::ggml_assert!(q.ne[3] == k.ne[3], "flash_attn_ext: Q and K differ in dimension 3");
+    crate::ggml_assert!(q.ne[3] == v.ne[3], "flash_attn_ext: Q and V differ in dimension 3");
     if let Some(mask) = mask {
-        crate::ggml_assert!(
-            mask.type_ == Type::F16,
-            "flash_attn_ext: mask must be F16, not {}",
-            mask.type_.name()
-        );
-        crate::ggml_assert!(
-            mask.is_contiguous(),
-            "flash_attn_ext: mask must be contiguous"
-        );
-        crate::ggml_assert!(
-            q.ne[2] % mask.ne[2] == 0,
-            "flash_attn_ext: mask cannot broadcast over heads"
-        );
-        crate::ggml_assert!(
-            q.ne[3] % mask.ne[3] == 0,
-            "flash_attn_ext: mask cannot broadcast over dimension 3"
-        );
+        crate::ggml_assert!(mask.type_ == Type::F16, "flash_attn_ext: mask must be F16, not {}", mask.type_.name());
+        crate::ggml_assert!(mask.is_contiguous(), "flash_attn_ext: mask must be contiguous");
+        crate::ggml_assert!(q.ne[2] % mask.ne[2] == 0, "flash_attn_ext: mask cannot broadcast over heads");
+        crate::ggml_assert!(q.ne[3] % mask.ne[3] == 0, "flash_attn_ext: mask cannot broadcast over dimension 3");
     }
     if max_bias > 0.0 {
-        crate::ggml_assert!(
-            mask.is_some(),
-            "flash_attn_ext: ALiBi (max_bias > 0) needs a mask"
-        );
+        crate::ggml_assert!(mask.is_some(), "flash_attn_ext: ALiBi (max_bias > 0) needs a mask");
     }
 
     let result = ctx.new_tensor(Type::F32, &[v.ne[0], q.ne[2], q.ne[1], q.ne[3]]);
@@ -81,12 +54,7 @@ pub fn flash_attn_ext(
 }
 
 fn assert_flash_attn(a: TensorPtr, what: &str) {
-    crate::ggml_assert!(
-        a.op == Op::FLASH_ATTN_EXT,
-        "{}: tensor is a {}, not a FLASH_ATTN_EXT",
-        what,
-        a.op.name()
-    );
+    crate::ggml_assert!(a.op == Op::FLASH_ATTN_EXT, "{}: tensor is a {}, not a FLASH_ATTN_EXT", what, a.op.name());
 }
 
 /// Deprecated form of `prec_set_acc` for FLASH_ATTN_EXT.
@@ -104,11 +72,7 @@ pub fn flash_attn_ext_get_prec(a: TensorPtr) -> Prec {
 /// K/V rows need visiting; 0 disables it.
 pub fn flash_attn_ext_set_n_kv_max(a: TensorPtr, n_kv_max: i32) {
     assert_flash_attn(a, "flash_attn_ext_set_n_kv_max");
-    crate::ggml_assert!(
-        n_kv_max >= 0,
-        "flash_attn_ext_set_n_kv_max: negative bound {}",
-        n_kv_max
-    );
+    crate::ggml_assert!(n_kv_max >= 0, "flash_attn_ext_set_n_kv_max: negative bound {}", n_kv_max);
     a.get_mut().set_op_param_i32(PARAM_N_KV_MAX, n_kv_max);
 }
 
@@ -120,17 +84,9 @@ pub fn flash_attn_ext_add_sinks(a: TensorPtr, sinks: Option<TensorPtr>) {
         return;
     };
     assert_flash_attn(a, "flash_attn_ext_add_sinks");
-    crate::ggml_assert!(
-        a.src(4).is_none(),
-        "flash_attn_ext_add_sinks: the node already has sinks"
-    );
+    crate::ggml_assert!(a.src(4).is_none(), "flash_attn_ext_add_sinks: the node already has sinks");
     let heads = a.src(0).map_or(0, |q| q.ne[2]);
-    crate::ggml_assert!(
-        heads == sinks.ne[0],
-        "flash_attn_ext_add_sinks: {} sinks for {} heads",
-        sinks.ne[0],
-        heads
-    );
+    crate::ggml_assert!(heads == sinks.ne[0], "flash_attn_ext_add_sinks: {} sinks for {} heads", sinks.ne[0], heads);
     crate::ggml_assert!(
         sinks.type_ == Type::F32,
         "flash_attn_ext_add_sinks: sinks must be F32, not {}",
@@ -159,11 +115,7 @@ mod tests {
     use crate::core::ops::matmul::prec_set_acc;
 
     fn ctx() -> Box<Context> {
-        Context::new(InitParams {
-            mem_size: 1 << 20,
-            mem_buffer: std::ptr::null_mut(),
-            no_alloc: true,
-        })
+        Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true })
     }
 
     #[test]
@@ -176,14 +128,8 @@ mod tests {
         let r = flash_attn_ext(&mut c, q, k, v, Some(mask), 0.125, 0.0, 30.0);
         assert_eq!((r.type_, r.ne), (Type::F32, [64, 32, 7, 1]));
         assert_eq!(r.op, Op::FLASH_ATTN_EXT);
-        assert_eq!(
-            (r.src(0), r.src(1), r.src(2), r.src(3), r.src(4)),
-            (Some(q), Some(k), Some(v), Some(mask), None)
-        );
-        assert_eq!(
-            (r.op_param_f32(0), r.op_param_f32(1), r.op_param_f32(2)),
-            (0.125, 0.0, 30.0)
-        );
+        assert_eq!((r.src(0), r.src(1), r.src(2), r.src(3), r.src(4)), (Some(q), Some(k), Some(v), Some(mask), None));
+        assert_eq!((r.op_param_f32(0), r.op_param_f32(1), r.op_param_f32(2)), (0.125, 0.0, 30.0));
 
         assert_eq!(flash_attn_ext_get_prec(r), Prec::UNDEFINED);
         flash_attn_ext_set_prec(r, Prec::F32);

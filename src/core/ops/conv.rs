@@ -54,11 +54,7 @@ pub fn im2col(
     crate::ggml_assert!(!is_2d || oh > 0, "b too small compared to a");
     crate::ggml_assert!(ow > 0, "b too small compared to a");
 
-    let ne = if is_2d {
-        [a.ne[2] * a.ne[1] * a.ne[0], ow, oh, b.ne[3]]
-    } else {
-        [a.ne[1] * a.ne[0], ow, b.ne[2], 1]
-    };
+    let ne = if is_2d { [a.ne[2] * a.ne[1] * a.ne[0], ow, oh, b.ne[3]] } else { [a.ne[1] * a.ne[0], ow, b.ne[2], 1] };
     let result = ctx.new_tensor(dst_type, &ne);
     result.get_mut().set_op_params_i32(&[s0, s1, p0, p1, d0, d1, is_2d as i32]);
     set_op(result, Op::IM2COL, &[a, b]);

@@ -319,7 +319,8 @@ mod tests {
         let mut c = ctx();
         let a = c.new_tensor(Type::F32, &[4]);
         let b = c.new_tensor(Type::F32, &[3]);
-        let r = custom_4d(&mut c, Type::F16, [1, 2, 3, 4], &[Some(a), None, Some(b)], Some(any), 7, std::ptr::null_mut());
+        let r =
+            custom_4d(&mut c, Type::F16, [1, 2, 3, 4], &[Some(a), None, Some(b)], Some(any), 7, std::ptr::null_mut());
         assert_eq!(r.op, Op::CUSTOM);
         assert_eq!(r.ne, [1, 2, 3, 4]);
         assert_eq!(r.type_, Type::F16);

@@ -30,13 +30,7 @@ fn same_shape_op(ctx: &mut Context, a: TensorPtr, op: Op, inplace: bool) -> Tens
 
 /// `a op b`, with `b` repeated along every dimension to cover `a`.
 fn broadcast_op(ctx: &mut Context, a: TensorPtr, b: TensorPtr, op: Op, inplace: bool) -> TensorPtr {
-    crate::ggml_assert!(
-        b.can_repeat_to(&a),
-        "{}: {:?} cannot be broadcast to {:?}",
-        op.name(),
-        b.ne,
-        a.ne
-    );
+    crate::ggml_assert!(b.can_repeat_to(&a), "{}: {:?} cannot be broadcast to {:?}", op.name(), b.ne, a.ne);
     let result = view_or_dup(ctx, a, inplace);
     with_op(result, op, &[a, b])
 }
@@ -108,12 +102,7 @@ pub fn div_inplace(ctx: &mut Context, a: TensorPtr, b: TensorPtr) -> TensorPtr {
 /// `a + b` computed into a new tensor of type `type_` (an ADD node whose result type differs
 /// from `a`'s). Only quantized, F16 and BF16 `a` are supported, and `b` broadcasts by rows.
 pub fn add_cast(ctx: &mut Context, a: TensorPtr, b: TensorPtr, type_: Type) -> TensorPtr {
-    crate::ggml_assert!(
-        b.can_repeat_rows_to(&a),
-        "add_cast: rows of {:?} cannot be broadcast to {:?}",
-        b.ne,
-        a.ne
-    );
+    crate::ggml_assert!(b.can_repeat_rows_to(&a), "add_cast: rows of {:?} cannot be broadcast to {:?}", b.ne, a.ne);
     crate::ggml_assert!(
         a.type_.is_quantized() || a.type_ == Type::F16 || a.type_ == Type::BF16,
         "add_cast: a must be quantized, f16 or bf16, not {}",
@@ -175,9 +164,7 @@ pub fn acc_impl(
     crate::ggml_assert!(b.type_ == Type::F32, "acc: b must be f32, not {}", b.type_.name());
     let result = view_or_dup(ctx, a, inplace);
     // The reference stores these byte counts as 32-bit integers; keep its truncation.
-    result
-        .get_mut()
-        .set_op_params_i32(&[nb1 as i32, nb2 as i32, nb3 as i32, offset as i32, i32::from(inplace)]);
+    result.get_mut().set_op_params_i32(&[nb1 as i32, nb2 as i32, nb3 as i32, offset as i32, i32::from(inplace)]);
     with_op(result, Op::ACC, &[a, b])
 }
 

@@ -73,7 +73,10 @@ mod tests {
         let logits = c.new_tensor(Type::F32, &[10, 4]);
         let labels = c.new_tensor(Type::F32, &[10, 4]);
         let loss = cross_entropy_loss(&mut c, logits, labels);
-        assert_eq!((loss.ne, loss.op, loss.src(0), loss.src(1)), ([1, 1, 1, 1], Op::CROSS_ENTROPY_LOSS, Some(logits), Some(labels)));
+        assert_eq!(
+            (loss.ne, loss.op, loss.src(0), loss.src(1)),
+            ([1, 1, 1, 1], Op::CROSS_ENTROPY_LOSS, Some(logits), Some(labels))
+        );
         let back = cross_entropy_loss_back(&mut c, loss, logits, labels);
         assert_eq!(back.ne, logits.ne);
         assert_eq!((back.src(0), back.src(1), back.src(2)), (Some(loss), Some(logits), Some(labels)));

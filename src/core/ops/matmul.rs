@@ -49,16 +49,8 @@ pub fn can_mul_mat(a: &Tensor, b: &Tensor) -> bool {
 
 /// `a` is `[k, n, ...]`, `b` is `[k, m, ...]`; the F32 result is `[n, m, b.ne2, b.ne3]`.
 pub fn mul_mat(ctx: &mut Context, a: TensorPtr, b: TensorPtr) -> TensorPtr {
-    crate::ggml_assert!(
-        can_mul_mat(&a, &b),
-        "mul_mat: cannot multiply {:?} by {:?}",
-        a.ne,
-        b.ne
-    );
-    crate::ggml_assert!(
-        !a.is_transposed(),
-        "mul_mat: the first operand must not be transposed"
-    );
+    crate::ggml_assert!(can_mul_mat(&a, &b), "mul_mat: cannot multiply {:?} by {:?}", a.ne, b.ne);
+    crate::ggml_assert!(!a.is_transposed(), "mul_mat: the first operand must not be transposed");
 
     let result = ctx.new_tensor(Type::F32, &[a.ne[1], b.ne[1], b.ne[2], b.ne[3]]);
     let r = result.get_mut();
@@ -70,20 +62,12 @@ pub fn mul_mat(ctx: &mut Context, a: TensorPtr, b: TensorPtr) -> TensorPtr {
 
 /// Sets the accumulator precision of a MUL_MAT (deprecated form of [`prec_set_acc`]).
 pub fn mul_mat_set_prec(a: TensorPtr, prec: Prec) {
-    crate::ggml_assert!(
-        a.op == Op::MUL_MAT,
-        "mul_mat_set_prec: tensor is a {}, not a MUL_MAT",
-        a.op.name()
-    );
+    crate::ggml_assert!(a.op == Op::MUL_MAT, "mul_mat_set_prec: tensor is a {}, not a MUL_MAT", a.op.name());
     a.get_mut().set_op_param_i32(MUL_MAT_PARAM_PREC_ACC, prec.0);
 }
 
 pub fn mul_mat_set_hint(a: TensorPtr, hint: OpHint) {
-    crate::ggml_assert!(
-        a.op == Op::MUL_MAT,
-        "mul_mat_set_hint: tensor is a {}, not a MUL_MAT",
-        a.op.name()
-    );
+    crate::ggml_assert!(a.op == Op::MUL_MAT, "mul_mat_set_hint: tensor is a {}, not a MUL_MAT", a.op.name());
     a.get_mut().set_op_param_i32(MUL_MAT_PARAM_HINT, hint.0);
 }
 
@@ -102,15 +86,10 @@ pub fn prec_set_acc(a: TensorPtr, prec: Prec) -> bool {
 /// Sets the lowest precision that `src[idx]` may be converted to internally. Only `src[1]` of
 /// MUL_MAT and MUL_MAT_ID can be set; returns false otherwise.
 pub fn prec_set_src(a: TensorPtr, prec: Prec, idx: i32) -> bool {
-    crate::ggml_assert!(
-        (0..MAX_SRC as i32).contains(&idx),
-        "prec_set_src: source index {} out of range",
-        idx
-    );
+    crate::ggml_assert!((0..MAX_SRC as i32).contains(&idx), "prec_set_src: source index {} out of range", idx);
     match a.op {
         Op::MUL_MAT | Op::MUL_MAT_ID if idx == 1 => {
-            a.get_mut()
-                .set_op_param_i32(MUL_MAT_PARAM_PREC_SRC + idx as usize, prec.0);
+            a.get_mut().set_op_param_i32(MUL_MAT_PARAM_PREC_SRC + idx as usize, prec.0);
             true
         }
         _ => false,
@@ -123,33 +102,13 @@ pub fn prec_set_src(a: TensorPtr, prec: Prec, idx: i32) -> bool {
 /// `as_` is `[k, n, n_expert]`, `b` is `[k, n_b, n_tokens]`, `ids` is I32
 /// `[n_expert_used, n_tokens]`; the F32 result is `[n, n_expert_used, n_tokens]`.
 pub fn mul_mat_id(ctx: &mut Context, as_: TensorPtr, b: TensorPtr, ids: TensorPtr) -> TensorPtr {
-    crate::ggml_assert!(
-        !as_.is_transposed(),
-        "mul_mat_id: expert matrices must not be transposed"
-    );
-    crate::ggml_assert!(
-        ids.type_ == Type::I32,
-        "mul_mat_id: ids must be I32, not {}",
-        ids.type_.name()
-    );
+    crate::ggml_assert!(!as_.is_transposed(), "mul_mat_id: expert matrices must not be transposed");
+    crate::ggml_assert!(ids.type_ == Type::I32, "mul_mat_id: ids must be I32, not {}", ids.type_.name());
     crate::ggml_assert!(as_.ne[3] == 1, "mul_mat_id: expert matrices must be 3-d");
     crate::ggml_assert!(b.ne[3] == 1, "mul_mat_id: b must be 3-d");
-    crate::ggml_assert!(
-        ids.ne[2] == 1 && ids.ne[3] == 1,
-        "mul_mat_id: ids must be 2-d"
-    );
-    crate::ggml_assert!(
-        ids.ne[1] == b.ne[2],
-        "mul_mat_id: {} expert lists for {} rows of b",
-        ids.ne[1],
-        b.ne[2]
-    );
-    crate::ggml_assert!(
-        as_.ne[0] == b.ne[0],
-        "mul_mat_id: row lengths differ ({} and {})",
-        as_.ne[0],
-        b.ne[0]
-    );
+    crate::ggml_assert!(ids.ne[2] == 1 && ids.ne[3] == 1, "mul_mat_id: ids must be 2-d");
+    crate::ggml_assert!(ids.ne[1] == b.ne[2], "mul_mat_id: {} expert lists for {} rows of b", ids.ne[1], b.ne[2]);
+    crate::ggml_assert!(as_.ne[0] == b.ne[0], "mul_mat_id: row lengths differ ({} and {})", as_.ne[0], b.ne[0]);
     crate::ggml_assert!(
         ids.ne[0] % b.ne[1] == 0,
         "mul_mat_id: {} expert slots cannot broadcast {} rows of b",
@@ -174,16 +133,8 @@ fn can_out_prod(a: &Tensor, b: &Tensor) -> bool {
 
 /// `a` is `[m, k, ...]`, `b` is `[n, k, ...]`; the F32 result is `[m, n, b.ne2, b.ne3]`.
 pub fn out_prod(ctx: &mut Context, a: TensorPtr, b: TensorPtr) -> TensorPtr {
-    crate::ggml_assert!(
-        can_out_prod(&a, &b),
-        "out_prod: shapes {:?} and {:?} do not match",
-        a.ne,
-        b.ne
-    );
-    crate::ggml_assert!(
-        !a.is_transposed(),
-        "out_prod: the first operand must not be transposed"
-    );
+    crate::ggml_assert!(can_out_prod(&a, &b), "out_prod: shapes {:?} and {:?} do not match", a.ne, b.ne);
+    crate::ggml_assert!(!a.is_transposed(), "out_prod: the first operand must not be transposed");
 
     let result = ctx.new_tensor(Type::F32, &[a.ne[0], b.ne[0], b.ne[2], b.ne[3]]);
     let r = result.get_mut();
@@ -199,11 +150,7 @@ mod tests {
     use crate::core::context::InitParams;
 
     fn ctx() -> Box<Context> {
-        Context::new(InitParams {
-            mem_size: 1 << 20,
-            mem_buffer: std::ptr::null_mut(),
-            no_alloc: true,
-        })
+        Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true })
     }
 
     #[test]
@@ -243,10 +190,7 @@ mod tests {
         let r = mul_mat_id(&mut c, experts, b, ids);
         assert_eq!(r.ne, [32, 2, 5, 1]);
         assert_eq!(r.op, Op::MUL_MAT_ID);
-        assert_eq!(
-            (r.src(0), r.src(1), r.src(2)),
-            (Some(experts), Some(b), Some(ids))
-        );
+        assert_eq!((r.src(0), r.src(1), r.src(2)), (Some(experts), Some(b), Some(ids)));
         assert!(prec_set_src(r, Prec::Q4, 1));
         assert_eq!(r.op_params[3], 40);
     }

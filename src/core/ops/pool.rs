@@ -211,7 +211,13 @@ pub fn pad_reflect_1d(ctx: &mut Context, a: TensorPtr, p0: i32, p1: i32) -> Tens
 pub fn roll(ctx: &mut Context, a: TensorPtr, shift0: i32, shift1: i32, shift2: i32, shift3: i32) -> TensorPtr {
     crate::ggml_assert!(a.nb[0] == a.type_.type_size());
     for (i, shift) in [shift0, shift1, shift2, shift3].into_iter().enumerate() {
-        crate::ggml_assert!((shift.unsigned_abs() as i64) < a.ne[i], "shift {} along dimension {} of {}", shift, i, a.ne[i]);
+        crate::ggml_assert!(
+            (shift.unsigned_abs() as i64) < a.ne[i],
+            "shift {} along dimension {} of {}",
+            shift,
+            i,
+            a.ne[i]
+        );
     }
     let result = ctx.dup_tensor(a);
     result.get_mut().set_op_params_i32(&[shift0, shift1, shift2, shift3]);

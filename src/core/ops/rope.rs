@@ -87,14 +87,8 @@ impl RopeParams {
         words[PARAM_N_DIMS] = self.n_dims;
         words[PARAM_MODE] = self.mode;
         words[PARAM_N_CTX_ORIG] = self.n_ctx_orig;
-        let floats = [
-            self.freq_base,
-            self.freq_scale,
-            self.ext_factor,
-            self.attn_factor,
-            self.beta_fast,
-            self.beta_slow,
-        ];
+        let floats =
+            [self.freq_base, self.freq_scale, self.ext_factor, self.attn_factor, self.beta_fast, self.beta_slow];
         for (w, v) in words[PARAM_FREQ_BASE..].iter_mut().zip(floats) {
             *w = v.to_bits() as i32;
         }
@@ -117,16 +111,9 @@ pub fn rope_impl(
     sections: Option<&[i32; MROPE_SECTIONS]>,
     inplace: bool,
 ) -> TensorPtr {
-    crate::ggml_assert!(
-        params.mode & 1 == 0,
-        "rope: mode & 1 == 1 is no longer supported"
-    );
+    crate::ggml_assert!(params.mode & 1 == 0, "rope: mode & 1 == 1 is no longer supported");
     crate::ggml_assert!(b.is_vector(), "rope: positions must be a vector");
-    crate::ggml_assert!(
-        b.type_ == Type::I32,
-        "rope: positions must be I32, not {}",
-        b.type_.name()
-    );
+    crate::ggml_assert!(b.type_ == Type::I32, "rope: positions must be I32, not {}", b.type_.name());
 
     let mrope = params.mode & rope_type::MROPE != 0;
     let positions_per_token = if mrope { 4 } else { 1 };
@@ -138,11 +125,7 @@ pub fn rope_impl(
         b.ne[0]
     );
     if let Some(c) = c {
-        crate::ggml_assert!(
-            c.type_ == Type::F32,
-            "rope: frequency factors must be F32, not {}",
-            c.type_.name()
-        );
+        crate::ggml_assert!(c.type_ == Type::F32, "rope: frequency factors must be F32, not {}", c.type_.name());
         crate::ggml_assert!(
             c.ne[0] >= (params.n_dims / 2) as i64,
             "rope: {} frequency factors for {} dimensions",
@@ -165,23 +148,11 @@ pub fn rope(ctx: &mut Context, a: TensorPtr, b: TensorPtr, n_dims: i32, mode: i3
     rope_impl(ctx, a, b, None, &RopeParams::new(n_dims, mode), None, false)
 }
 
-pub fn rope_inplace(
-    ctx: &mut Context,
-    a: TensorPtr,
-    b: TensorPtr,
-    n_dims: i32,
-    mode: i32,
-) -> TensorPtr {
+pub fn rope_inplace(ctx: &mut Context, a: TensorPtr, b: TensorPtr, n_dims: i32, mode: i32) -> TensorPtr {
     rope_impl(ctx, a, b, None, &RopeParams::new(n_dims, mode), None, true)
 }
 
-pub fn rope_ext(
-    ctx: &mut Context,
-    a: TensorPtr,
-    b: TensorPtr,
-    c: Option<TensorPtr>,
-    params: &RopeParams,
-) -> TensorPtr {
+pub fn rope_ext(ctx: &mut Context, a: TensorPtr, b: TensorPtr, c: Option<TensorPtr>, params: &RopeParams) -> TensorPtr {
     rope_impl(ctx, a, b, c, params, None, false)
 }
 
@@ -218,21 +189,11 @@ pub fn rope_multi_inplace(
 }
 
 /// Deprecated form of [`rope_ext`] without frequency factors.
-pub fn rope_custom(
-    ctx: &mut Context,
-    a: TensorPtr,
-    b: TensorPtr,
-    params: &RopeParams,
-) -> TensorPtr {
+pub fn rope_custom(ctx: &mut Context, a: TensorPtr, b: TensorPtr, params: &RopeParams) -> TensorPtr {
     rope_impl(ctx, a, b, None, params, None, false)
 }
 
-pub fn rope_custom_inplace(
-    ctx: &mut Context,
-    a: TensorPtr,
-    b: TensorPtr,
-    params: &RopeParams,
-) -> TensorPtr {
+pub fn rope_custom_inplace(ctx: &mut Context, a: TensorPtr, b: TensorPtr, params: &RopeParams) -> TensorPtr {
     rope_impl(ctx, a, b, None, params, None, true)
 }
 
@@ -282,26 +243,16 @@ pub fn rope_set_offset(a: TensorPtr, n_offs: i32) -> TensorPtr {
 /// The dimension whose wavelength makes `n_rot` full turns over `n_ctx_orig` positions:
 /// `n_dims * ln(n_ctx_orig / (2 pi n_rot)) / (2 ln base)`.
 fn yarn_corr_dim(n_dims: i32, n_ctx_orig: i32, n_rot: f32, base: f32) -> f32 {
-    n_dims as f32 * (n_ctx_orig as f32 / (n_rot * 2.0 * std::f32::consts::PI)).ln()
-        / (2.0 * base.ln())
+    n_dims as f32 * (n_ctx_orig as f32 / (n_rot * 2.0 * std::f32::consts::PI)).ln() / (2.0 * base.ln())
 }
 
 /// The first and last dimensions that YaRN blends between interpolation and extrapolation,
 /// clamped to `[0, n_dims - 1]` (a NaN bound stays NaN, as in ggml).
-pub fn rope_yarn_corr_dims(
-    n_dims: i32,
-    n_ctx_orig: i32,
-    freq_base: f32,
-    beta_fast: f32,
-    beta_slow: f32,
-) -> [f32; 2] {
+pub fn rope_yarn_corr_dims(n_dims: i32, n_ctx_orig: i32, freq_base: f32, beta_fast: f32, beta_slow: f32) -> [f32; 2] {
     let start = yarn_corr_dim(n_dims, n_ctx_orig, beta_fast, freq_base).floor();
     let end = yarn_corr_dim(n_dims, n_ctx_orig, beta_slow, freq_base).ceil();
     let last = (n_dims - 1) as f32;
-    [
-        if 0.0 > start { 0.0 } else { start },
-        if last < end { last } else { end },
-    ]
+    [if 0.0 > start { 0.0 } else { start }, if last < end { last } else { end }]
 }
 
 #[cfg(test)]
@@ -310,11 +261,7 @@ mod tests {
     use crate::core::context::InitParams;
 
     fn ctx() -> Box<Context> {
-        Context::new(InitParams {
-            mem_size: 1 << 20,
-            mem_buffer: std::ptr::null_mut(),
-            no_alloc: true,
-        })
+        Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true })
     }
 
     #[test]
@@ -336,10 +283,7 @@ mod tests {
         };
         let r = rope_ext(&mut c, a, pos, Some(ff), &p);
         assert_eq!(r.op, Op::ROPE);
-        assert_eq!(
-            (r.src(0), r.src(1), r.src(2)),
-            (Some(a), Some(pos), Some(ff))
-        );
+        assert_eq!((r.src(0), r.src(1), r.src(2)), (Some(a), Some(pos), Some(ff)));
         assert_eq!(&r.op_params[..5], &[0, 32, 2, 0, 4096]);
         let floats: Vec<f32> = (5..11).map(|i| r.op_param_f32(i)).collect();
         assert_eq!(floats, [500000.0, 0.25, 1.0, 1.5, 32.0, 1.0]);
@@ -373,14 +317,7 @@ mod tests {
         assert_eq!(&r.op_params[11..15], &sections);
 
         let pos = c.new_tensor(Type::I32, &[3]);
-        let r = rope_multi(
-            &mut c,
-            a,
-            pos,
-            None,
-            &RopeParams::new(16, rope_type::NEOX),
-            Some(&sections),
-        );
+        let r = rope_multi(&mut c, a, pos, None, &RopeParams::new(16, rope_type::NEOX), Some(&sections));
         assert_eq!(&r.op_params[11..15], &[0; 4]);
 
         let r = rope_multi_back(&mut c, a, pos4, None, &p, Some(&sections));
@@ -393,19 +330,11 @@ mod tests {
     #[test]
     fn yarn_corr_dims_are_clamped() {
         let [lo, hi] = rope_yarn_corr_dims(128, 4096, 10000.0, 32.0, 1.0);
-        let dim = |rot: f32| {
-            128.0 * (4096.0f32 / (rot * 2.0 * std::f32::consts::PI)).ln() / (2.0 * 10000f32.ln())
-        };
+        let dim = |rot: f32| 128.0 * (4096.0f32 / (rot * 2.0 * std::f32::consts::PI)).ln() / (2.0 * 10000f32.ln());
         assert_eq!(lo, dim(32.0).floor().max(0.0));
         assert_eq!(hi, dim(1.0).ceil().min(127.0));
-        assert_eq!(
-            rope_yarn_corr_dims(4, 10, 10000.0, 1000.0, 1e-9),
-            [0.0, 3.0]
-        );
-        assert_eq!(
-            rope_yarn_corr_dims(4, 10, 10000.0, 1000.0, 0.001),
-            [0.0, 2.0]
-        );
+        assert_eq!(rope_yarn_corr_dims(4, 10, 10000.0, 1000.0, 1e-9), [0.0, 3.0]);
+        assert_eq!(rope_yarn_corr_dims(4, 10, 10000.0, 1000.0, 0.001), [0.0, 2.0]);
         assert!(rope_yarn_corr_dims(4, 10, 10000.0, f32::NAN, 1.0)[0].is_nan());
     }
 }

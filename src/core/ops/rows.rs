@@ -12,30 +12,12 @@ use crate::core::types::Type;
 /// `a` is `[n, rows, ne2, ne3]`, `b` is `[k, ne2, ne3]`; the result is `[n, k, ne2, ne3]`,
 /// F32 (I32 when `a` is I32).
 pub fn get_rows(ctx: &mut Context, a: TensorPtr, b: TensorPtr) -> TensorPtr {
-    crate::ggml_assert!(
-        a.ne[2] == b.ne[1],
-        "get_rows: a.ne[2] = {} but b.ne[1] = {}",
-        a.ne[2],
-        b.ne[1]
-    );
-    crate::ggml_assert!(
-        a.ne[3] == b.ne[2],
-        "get_rows: a.ne[3] = {} but b.ne[2] = {}",
-        a.ne[3],
-        b.ne[2]
-    );
+    crate::ggml_assert!(a.ne[2] == b.ne[1], "get_rows: a.ne[2] = {} but b.ne[1] = {}", a.ne[2], b.ne[1]);
+    crate::ggml_assert!(a.ne[3] == b.ne[2], "get_rows: a.ne[3] = {} but b.ne[2] = {}", a.ne[3], b.ne[2]);
     crate::ggml_assert!(b.ne[3] == 1, "get_rows: indices must be at most 3-d");
-    crate::ggml_assert!(
-        b.type_ == Type::I32,
-        "get_rows: indices must be I32, not {}",
-        b.type_.name()
-    );
+    crate::ggml_assert!(b.type_ == Type::I32, "get_rows: indices must be I32, not {}", b.type_.name());
 
-    let type_ = if a.type_ == Type::I32 {
-        Type::I32
-    } else {
-        Type::F32
-    };
+    let type_ = if a.type_ == Type::I32 { Type::I32 } else { Type::F32 };
     let result = ctx.new_tensor(type_, &[a.ne[0], b.ne[0], b.ne[1], b.ne[2]]);
     let r = result.get_mut();
     r.op = Op::GET_ROWS;
@@ -73,38 +55,12 @@ pub fn get_rows_back(ctx: &mut Context, a: TensorPtr, b: TensorPtr, c: TensorPtr
 ///
 /// Sources are stored as `[b, c, a]`, the order backends read them in.
 pub fn set_rows(ctx: &mut Context, a: TensorPtr, b: TensorPtr, c: TensorPtr) -> TensorPtr {
-    crate::ggml_assert!(
-        a.ne[0] == b.ne[0],
-        "set_rows: row lengths differ ({} and {})",
-        a.ne[0],
-        b.ne[0]
-    );
-    crate::ggml_assert!(
-        a.ne[2] == b.ne[2],
-        "set_rows: a.ne[2] = {} but b.ne[2] = {}",
-        a.ne[2],
-        b.ne[2]
-    );
-    crate::ggml_assert!(
-        a.ne[3] == b.ne[3],
-        "set_rows: a.ne[3] = {} but b.ne[3] = {}",
-        a.ne[3],
-        b.ne[3]
-    );
-    crate::ggml_assert!(
-        b.ne[1] == c.ne[0],
-        "set_rows: {} rows but {} indices",
-        b.ne[1],
-        c.ne[0]
-    );
-    crate::ggml_assert!(
-        b.ne[2] % c.ne[1] == 0,
-        "set_rows: indices cannot broadcast over dimension 2"
-    );
-    crate::ggml_assert!(
-        b.ne[3] % c.ne[2] == 0,
-        "set_rows: indices cannot broadcast over dimension 3"
-    );
+    crate::ggml_assert!(a.ne[0] == b.ne[0], "set_rows: row lengths differ ({} and {})", a.ne[0], b.ne[0]);
+    crate::ggml_assert!(a.ne[2] == b.ne[2], "set_rows: a.ne[2] = {} but b.ne[2] = {}", a.ne[2], b.ne[2]);
+    crate::ggml_assert!(a.ne[3] == b.ne[3], "set_rows: a.ne[3] = {} but b.ne[3] = {}", a.ne[3], b.ne[3]);
+    crate::ggml_assert!(b.ne[1] == c.ne[0], "set_rows: {} rows but {} indices", b.ne[1], c.ne[0]);
+    crate::ggml_assert!(b.ne[2] % c.ne[1] == 0, "set_rows: indices cannot broadcast over dimension 2");
+    crate::ggml_assert!(b.ne[3] % c.ne[2] == 0, "set_rows: indices cannot broadcast over dimension 3");
     crate::ggml_assert!(c.ne[3] == 1, "set_rows: indices must be at most 3-d");
     crate::ggml_assert!(
         b.type_ == Type::F32 || b.type_ == Type::F16,
@@ -116,14 +72,8 @@ pub fn set_rows(ctx: &mut Context, a: TensorPtr, b: TensorPtr, c: TensorPtr) -> 
         "set_rows: indices must be I64 or I32, not {}",
         c.type_.name()
     );
-    crate::ggml_assert!(
-        a.is_contiguous_rows(),
-        "set_rows: destination rows must be contiguous"
-    );
-    crate::ggml_assert!(
-        b.is_contiguous_rows(),
-        "set_rows: source rows must be contiguous"
-    );
+    crate::ggml_assert!(a.is_contiguous_rows(), "set_rows: destination rows must be contiguous");
+    crate::ggml_assert!(b.is_contiguous_rows(), "set_rows: source rows must be contiguous");
 
     let result = view_tensor(ctx, a);
     let r = result.get_mut();
@@ -137,11 +87,7 @@ pub fn set_rows(ctx: &mut Context, a: TensorPtr, b: TensorPtr, c: TensorPtr) -> 
 /// A square matrix per row of `a` (which must have one row per matrix), with that row on its
 /// diagonal: `[n, 1, ne2, ne3]` becomes `[n, n, ne2, ne3]`.
 pub fn diag(ctx: &mut Context, a: TensorPtr) -> TensorPtr {
-    crate::ggml_assert!(
-        a.ne[1] == 1,
-        "diag: input must have a single row, not {}",
-        a.ne[1]
-    );
+    crate::ggml_assert!(a.ne[1] == 1, "diag: input must have a single row, not {}", a.ne[1]);
 
     let result = ctx.new_tensor(a.type_, &[a.ne[0], a.ne[0], a.ne[2], a.ne[3]]);
     let r = result.get_mut();
@@ -156,11 +102,7 @@ mod tests {
     use crate::core::context::InitParams;
 
     fn ctx() -> Box<Context> {
-        Context::new(InitParams {
-            mem_size: 1 << 20,
-            mem_buffer: std::ptr::null_mut(),
-            no_alloc: false,
-        })
+        Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: false })
     }
 
     #[test]
@@ -185,10 +127,7 @@ mod tests {
         let data = c.new_tensor(Type::F16, &[8, 20]);
         let r = get_rows_back(&mut c, grad, idx, data);
         assert_eq!((r.type_, r.ne), (Type::F32, [8, 20, 1, 1]));
-        assert_eq!(
-            (r.src(0), r.src(1), r.src(2)),
-            (Some(grad), Some(idx), None)
-        );
+        assert_eq!((r.src(0), r.src(1), r.src(2)), (Some(grad), Some(idx), None));
         assert_eq!(r.op, Op::GET_ROWS_BACK);
     }
 
@@ -203,10 +142,7 @@ mod tests {
         assert_eq!(r.name(), "cache (view)");
         assert_eq!((r.type_, r.ne, r.nb), (Type::F16, dst.ne, dst.nb));
         assert_eq!(r.view_source(), Some(dst));
-        assert_eq!(
-            (r.src(0), r.src(1), r.src(2)),
-            (Some(rows), Some(idx), Some(dst))
-        );
+        assert_eq!((r.src(0), r.src(1), r.src(2)), (Some(rows), Some(idx), Some(dst)));
         assert_eq!(r.op, Op::SET_ROWS);
     }
 

@@ -33,13 +33,7 @@ pub fn set_impl(
     let result = view_or_dup(ctx, a, inplace);
     crate::ggml_assert!(offset < (1usize << 30), "set: offset {} too large", offset);
     // The strides and offset are stored as 32-bit integers, as ggml does.
-    result.get_mut().set_op_params_i32(&[
-        nb1 as i32,
-        nb2 as i32,
-        nb3 as i32,
-        offset as i32,
-        i32::from(inplace),
-    ]);
+    result.get_mut().set_op_params_i32(&[nb1 as i32, nb2 as i32, nb3 as i32, offset as i32, i32::from(inplace)]);
     let r = result.get_mut();
     r.op = Op::SET;
     r.src[0] = a.as_ptr();
@@ -79,23 +73,11 @@ pub fn set_1d_inplace(ctx: &mut Context, a: TensorPtr, b: TensorPtr, offset: usi
     set_impl(ctx, a, b, a.nb[1], a.nb[2], a.nb[3], offset, true)
 }
 
-pub fn set_2d(
-    ctx: &mut Context,
-    a: TensorPtr,
-    b: TensorPtr,
-    nb1: usize,
-    offset: usize,
-) -> TensorPtr {
+pub fn set_2d(ctx: &mut Context, a: TensorPtr, b: TensorPtr, nb1: usize, offset: usize) -> TensorPtr {
     set_impl(ctx, a, b, nb1, a.nb[2], a.nb[3], offset, false)
 }
 
-pub fn set_2d_inplace(
-    ctx: &mut Context,
-    a: TensorPtr,
-    b: TensorPtr,
-    nb1: usize,
-    offset: usize,
-) -> TensorPtr {
+pub fn set_2d_inplace(ctx: &mut Context, a: TensorPtr, b: TensorPtr, nb1: usize, offset: usize) -> TensorPtr {
     set_impl(ctx, a, b, nb1, a.nb[2], a.nb[3], offset, true)
 }
 
@@ -116,10 +98,7 @@ pub fn cpy(ctx: &mut Context, a: TensorPtr, b: TensorPtr) -> TensorPtr {
     if b.name_bytes().is_empty() {
         name_after(result, a, " (copy)");
     } else {
-        set_name_from(
-            result,
-            &[b.name_bytes(), b" (copy of ", a.name_bytes(), b")"],
-        );
+        set_name_from(result, &[b.name_bytes(), b" (copy of ", a.name_bytes(), b")"]);
     }
     let r = result.get_mut();
     r.op = Op::CPY;
@@ -167,14 +146,7 @@ pub fn cont_3d(ctx: &mut Context, a: TensorPtr, ne0: i64, ne1: i64, ne2: i64) ->
 }
 
 /// A contiguous copy of `a` with a new shape of the same element count.
-pub fn cont_4d(
-    ctx: &mut Context,
-    a: TensorPtr,
-    ne0: i64,
-    ne1: i64,
-    ne2: i64,
-    ne3: i64,
-) -> TensorPtr {
+pub fn cont_4d(ctx: &mut Context, a: TensorPtr, ne0: i64, ne1: i64, ne2: i64, ne3: i64) -> TensorPtr {
     crate::ggml_assert!(
         a.nelements() == ne0.wrapping_mul(ne1).wrapping_mul(ne2).wrapping_mul(ne3),
         "cont_4d: {} elements cannot take the shape [{}, {}, {}, {}]",
@@ -201,12 +173,7 @@ fn reshape_to(ctx: &mut Context, a: TensorPtr, ne: &[i64]) -> TensorPtr {
 fn check_reshape(a: TensorPtr, ne: &[i64]) {
     crate::ggml_assert!(a.is_contiguous(), "reshape: source must be contiguous");
     let n = ne.iter().fold(1i64, |acc, &x| acc.wrapping_mul(x));
-    crate::ggml_assert!(
-        a.nelements() == n,
-        "reshape: {} elements cannot take the shape {:?}",
-        a.nelements(),
-        ne
-    );
+    crate::ggml_assert!(a.nelements() == n, "reshape: {} elements cannot take the shape {:?}", a.nelements(), ne);
 }
 
 /// A view of contiguous `a` with `b`'s shape (only `b`'s shape matters, not its layout).
@@ -236,14 +203,7 @@ pub fn reshape_3d(ctx: &mut Context, a: TensorPtr, ne0: i64, ne1: i64, ne2: i64)
     reshape_to(ctx, a, &[ne0, ne1, ne2])
 }
 
-pub fn reshape_4d(
-    ctx: &mut Context,
-    a: TensorPtr,
-    ne0: i64,
-    ne1: i64,
-    ne2: i64,
-    ne3: i64,
-) -> TensorPtr {
+pub fn reshape_4d(ctx: &mut Context, a: TensorPtr, ne0: i64, ne1: i64, ne2: i64, ne3: i64) -> TensorPtr {
     check_reshape(a, &[ne0, ne1, ne2, ne3]);
     reshape_to(ctx, a, &[ne0, ne1, ne2, ne3])
 }
@@ -264,14 +224,7 @@ pub fn view_1d(ctx: &mut Context, a: TensorPtr, ne0: i64, offset: usize) -> Tens
     view_impl(ctx, a, &[ne0], offset)
 }
 
-pub fn view_2d(
-    ctx: &mut Context,
-    a: TensorPtr,
-    ne0: i64,
-    ne1: i64,
-    nb1: usize,
-    offset: usize,
-) -> TensorPtr {
+pub fn view_2d(ctx: &mut Context, a: TensorPtr, ne0: i64, ne1: i64, nb1: usize, offset: usize) -> TensorPtr {
     let result = view_impl(ctx, a, &[ne0, ne1], offset);
     let r = result.get_mut();
     r.nb[1] = nb1;
@@ -321,22 +274,10 @@ pub fn view_4d(
 }
 
 /// A view of `a` whose dimension `i` becomes dimension `axes[i]` of the result.
-pub fn permute(
-    ctx: &mut Context,
-    a: TensorPtr,
-    axis0: i32,
-    axis1: i32,
-    axis2: i32,
-    axis3: i32,
-) -> TensorPtr {
+pub fn permute(ctx: &mut Context, a: TensorPtr, axis0: i32, axis1: i32, axis2: i32, axis3: i32) -> TensorPtr {
     let axes = [axis0, axis1, axis2, axis3];
     for (i, &axis) in axes.iter().enumerate() {
-        crate::ggml_assert!(
-            (0..MAX_DIMS as i32).contains(&axis),
-            "permute: axis{} = {} is out of range",
-            i,
-            axis
-        );
+        crate::ggml_assert!((0..MAX_DIMS as i32).contains(&axis), "permute: axis{} = {} is out of range", i, axis);
     }
     for (i, &axis) in axes.iter().enumerate() {
         crate::ggml_assert!(
@@ -381,11 +322,7 @@ mod tests {
     use crate::core::context::InitParams;
 
     fn ctx() -> Box<Context> {
-        Context::new(InitParams {
-            mem_size: 1 << 20,
-            mem_buffer: std::ptr::null_mut(),
-            no_alloc: false,
-        })
+        Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: false })
     }
 
     fn named(t: TensorPtr, name: &str) -> TensorPtr {
@@ -460,10 +397,7 @@ mod tests {
         let r = reshape_3d(&mut c, a, 2, 3, 4);
         assert_eq!(r.name(), "w (reshaped)");
         assert_eq!((r.ne, r.nb), ([2, 3, 4, 1], [4, 8, 24, 96]));
-        assert_eq!(
-            (r.op, r.src(0), r.view_source()),
-            (Op::RESHAPE, Some(a), Some(a))
-        );
+        assert_eq!((r.op, r.src(0), r.view_source()), (Op::RESHAPE, Some(a), Some(a)));
         let shape = c.new_tensor(Type::I32, &[24]);
         let r2 = reshape(&mut c, r, shape);
         assert_eq!(r2.name(), "w (reshaped) (reshaped)");
@@ -485,10 +419,7 @@ mod tests {
 
         let v3 = view_3d(&mut c, v, 2, 2, 2, 8, 16, 4);
         assert_eq!(v3.nb, [4, 8, 16, 32]);
-        assert_eq!(
-            (v3.src(0), v3.view_source(), v3.view_offs),
-            (Some(v), Some(a), 20)
-        );
+        assert_eq!((v3.src(0), v3.view_source(), v3.view_offs), (Some(v), Some(a), 20));
 
         let v4 = view_4d(&mut c, a, 2, 2, 2, 2, 8, 16, 32, 0);
         assert_eq!(v4.nb, [4, 8, 16, 32]);
@@ -505,10 +436,7 @@ mod tests {
         assert_eq!(r.ne, [2, 4, 3, 5]);
         assert_eq!(r.nb, [4, 24, 8, 96]);
         assert_eq!(&r.op_params[..4], &[0, 2, 1, 3]);
-        assert_eq!(
-            (r.op, r.src(0), r.view_source()),
-            (Op::PERMUTE, Some(a), Some(a))
-        );
+        assert_eq!((r.op, r.src(0), r.view_source()), (Op::PERMUTE, Some(a), Some(a)));
 
         let r = permute(&mut c, a, 3, 0, 1, 2);
         assert_eq!(r.ne, [3, 4, 5, 2]);

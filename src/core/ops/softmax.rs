@@ -8,13 +8,7 @@ use crate::core::op::Op;
 use crate::core::tensor::TensorPtr;
 use crate::core::types::Type;
 
-fn diag_mask_impl(
-    ctx: &mut Context,
-    a: TensorPtr,
-    n_past: i32,
-    op: Op,
-    inplace: bool,
-) -> TensorPtr {
+fn diag_mask_impl(ctx: &mut Context, a: TensorPtr, n_past: i32, op: Op, inplace: bool) -> TensorPtr {
     let result = view_or_dup(ctx, a, inplace);
     let r = result.get_mut();
     r.set_op_params_i32(&[n_past]);
@@ -24,12 +18,7 @@ fn diag_mask_impl(
 }
 
 /// Sets the elements above the diagonal (shifted right by `n_past`) to -inf.
-pub fn diag_mask_inf_impl(
-    ctx: &mut Context,
-    a: TensorPtr,
-    n_past: i32,
-    inplace: bool,
-) -> TensorPtr {
+pub fn diag_mask_inf_impl(ctx: &mut Context, a: TensorPtr, n_past: i32, inplace: bool) -> TensorPtr {
     diag_mask_impl(ctx, a, n_past, Op::DIAG_MASK_INF, inplace)
 }
 
@@ -42,12 +31,7 @@ pub fn diag_mask_inf_inplace(ctx: &mut Context, a: TensorPtr, n_past: i32) -> Te
 }
 
 /// Sets the elements above the diagonal (shifted right by `n_past`) to zero.
-pub fn diag_mask_zero_impl(
-    ctx: &mut Context,
-    a: TensorPtr,
-    n_past: i32,
-    inplace: bool,
-) -> TensorPtr {
+pub fn diag_mask_zero_impl(ctx: &mut Context, a: TensorPtr, n_past: i32, inplace: bool) -> TensorPtr {
     diag_mask_impl(ctx, a, n_past, Op::DIAG_MASK_ZERO, inplace)
 }
 
@@ -84,26 +68,12 @@ pub fn soft_max_impl(
             mask.ne[0],
             a.ne[0]
         );
-        crate::ggml_assert!(
-            mask.ne[1] >= a.ne[1],
-            "soft_max: mask has {} rows, input {}",
-            mask.ne[1],
-            a.ne[1]
-        );
-        crate::ggml_assert!(
-            a.ne[2] % mask.ne[2] == 0,
-            "soft_max: mask cannot broadcast over dimension 2"
-        );
-        crate::ggml_assert!(
-            a.ne[3] % mask.ne[3] == 0,
-            "soft_max: mask cannot broadcast over dimension 3"
-        );
+        crate::ggml_assert!(mask.ne[1] >= a.ne[1], "soft_max: mask has {} rows, input {}", mask.ne[1], a.ne[1]);
+        crate::ggml_assert!(a.ne[2] % mask.ne[2] == 0, "soft_max: mask cannot broadcast over dimension 2");
+        crate::ggml_assert!(a.ne[3] % mask.ne[3] == 0, "soft_max: mask cannot broadcast over dimension 3");
     }
     if max_bias > 0.0 {
-        crate::ggml_assert!(
-            mask.is_some(),
-            "soft_max: ALiBi (max_bias > 0) needs a mask"
-        );
+        crate::ggml_assert!(mask.is_some(), "soft_max: ALiBi (max_bias > 0) needs a mask");
     }
 
     let result = view_or_dup(ctx, a, inplace);
@@ -124,13 +94,7 @@ pub fn soft_max_inplace(ctx: &mut Context, a: TensorPtr) -> TensorPtr {
     soft_max_impl(ctx, a, None, 1.0, 0.0, true)
 }
 
-pub fn soft_max_ext(
-    ctx: &mut Context,
-    a: TensorPtr,
-    mask: Option<TensorPtr>,
-    scale: f32,
-    max_bias: f32,
-) -> TensorPtr {
+pub fn soft_max_ext(ctx: &mut Context, a: TensorPtr, mask: Option<TensorPtr>, scale: f32, max_bias: f32) -> TensorPtr {
     soft_max_impl(ctx, a, mask, scale, max_bias, false)
 }
 
@@ -151,27 +115,11 @@ pub fn soft_max_add_sinks(a: TensorPtr, sinks: Option<TensorPtr>) {
         a.get_mut().src[2] = std::ptr::null_mut();
         return;
     };
-    crate::ggml_assert!(
-        a.op == Op::SOFT_MAX,
-        "soft_max_add_sinks: tensor is a {}, not a SOFT_MAX",
-        a.op.name()
-    );
-    crate::ggml_assert!(
-        a.src(2).is_none(),
-        "soft_max_add_sinks: the node already has sinks"
-    );
+    crate::ggml_assert!(a.op == Op::SOFT_MAX, "soft_max_add_sinks: tensor is a {}, not a SOFT_MAX", a.op.name());
+    crate::ggml_assert!(a.src(2).is_none(), "soft_max_add_sinks: the node already has sinks");
     let heads = a.src(0).map_or(0, |s| s.ne[2]);
-    crate::ggml_assert!(
-        heads == sinks.ne[0],
-        "soft_max_add_sinks: {} sinks for {} heads",
-        sinks.ne[0],
-        heads
-    );
-    crate::ggml_assert!(
-        sinks.type_ == Type::F32,
-        "soft_max_add_sinks: sinks must be F32, not {}",
-        sinks.type_.name()
-    );
+    crate::ggml_assert!(heads == sinks.ne[0], "soft_max_add_sinks: {} sinks for {} heads", sinks.ne[0], heads);
+    crate::ggml_assert!(sinks.type_ == Type::F32, "soft_max_add_sinks: sinks must be F32, not {}", sinks.type_.name());
     a.get_mut().src[2] = sinks.as_ptr();
 }
 
@@ -194,13 +142,7 @@ pub fn soft_max_ext_back_impl(
     result
 }
 
-pub fn soft_max_ext_back(
-    ctx: &mut Context,
-    a: TensorPtr,
-    b: TensorPtr,
-    scale: f32,
-    max_bias: f32,
-) -> TensorPtr {
+pub fn soft_max_ext_back(ctx: &mut Context, a: TensorPtr, b: TensorPtr, scale: f32, max_bias: f32) -> TensorPtr {
     soft_max_ext_back_impl(ctx, a, b, scale, max_bias, false)
 }
 
@@ -220,11 +162,7 @@ mod tests {
     use crate::core::context::InitParams;
 
     fn ctx() -> Box<Context> {
-        Context::new(InitParams {
-            mem_size: 1 << 20,
-            mem_buffer: std::ptr::null_mut(),
-            no_alloc: false,
-        })
+        Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: false })
     }
 
     #[test]
@@ -233,10 +171,7 @@ mod tests {
         let a = c.new_tensor(Type::F32, &[6, 4]);
         a.get_mut().set_name("kq");
         let r = diag_mask_inf(&mut c, a, 2);
-        assert_eq!(
-            (r.op, r.op_params[0], r.src(0)),
-            (Op::DIAG_MASK_INF, 2, Some(a))
-        );
+        assert_eq!((r.op, r.op_params[0], r.src(0)), (Op::DIAG_MASK_INF, 2, Some(a)));
         assert!(!r.is_view());
         assert_eq!(r.name(), "");
         let r = diag_mask_zero_inplace(&mut c, a, 3);
@@ -272,10 +207,7 @@ mod tests {
         let dy = c.new_tensor(Type::F32, &[10, 3]);
         let y = c.new_tensor(Type::F32, &[10, 3]);
         let r = soft_max_ext_back(&mut c, dy, y, 0.5, 0.0);
-        assert_eq!(
-            (r.op, r.src(0), r.src(1)),
-            (Op::SOFT_MAX_BACK, Some(dy), Some(y))
-        );
+        assert_eq!((r.op, r.src(0), r.src(1)), (Op::SOFT_MAX_BACK, Some(dy), Some(y)));
         assert_eq!(&r.op_params[..3], &[0.5f32.to_bits() as i32, 0, 0]);
         let r = soft_max_ext_back_inplace(&mut c, dy, y, 0.5, 0.0);
         assert_eq!(r.view_source(), Some(dy));

@@ -87,7 +87,12 @@ fn recurrent_output(ctx: &mut Context, k: TensorPtr, state: TensorPtr, others: &
     let [s, h, n_tokens, _] = k.ne;
     let n_seqs = state.ne[1];
     for t in others {
-        crate::ggml_assert!(t.ne[0] == s && t.ne[1] == h && t.ne[2] == n_tokens, "{:?} does not match k {:?}", t.ne, k.ne);
+        crate::ggml_assert!(
+            t.ne[0] == s && t.ne[1] == h && t.ne[2] == n_tokens,
+            "{:?} does not match k {:?}",
+            t.ne,
+            k.ne
+        );
     }
     crate::ggml_assert!(state.nelements() == s * s * h * n_seqs);
     ctx.new_tensor(Type::F32, &[s * h, n_tokens + s * n_seqs, 1, 1])

@@ -4,24 +4,24 @@
 //! Every kernel has the signature `fn(params: &ComputeParams, dst: TensorPtr)`: it computes
 //! thread `params.ith`'s share of `dst` from `dst.src[..]` and `dst.op_params`.
 
-pub mod features;
-pub mod simd;
-pub mod norm;
-pub mod copy;
-pub mod dot;
-pub mod softmax;
-pub mod rope;
-pub mod unary;
-pub mod matmul;
-pub mod conv;
-pub mod pool;
 pub mod attention;
 pub mod binary;
-pub mod misc;
-pub mod ssm;
+pub mod conv;
+pub mod copy;
 pub mod custom;
+pub mod dot;
+pub mod features;
 pub mod loss;
+pub mod matmul;
+pub mod misc;
+pub mod norm;
+pub mod pool;
 pub mod reduce;
+pub mod rope;
+pub mod simd;
+pub mod softmax;
+pub mod ssm;
+pub mod unary;
 
 // ---------------------------------------------------------------------------------------------
 // Dispatch: which kernel computes an op, whether it can, and the scratch it needs.
