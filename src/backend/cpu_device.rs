@@ -1,8 +1,6 @@
 //! The built-in "CPU" registry and its one device: system memory, the CPU host buffer type,
-//! buffers over caller-owned host memory, and the op coverage of ggml's CPU backend.
-//!
-//! CPU compute is not part of this library yet, so the device answers every query but cannot
-//! start a backend: `init_backend` logs why and returns NULL.
+//! buffers over caller-owned host memory. Backends, op coverage and the registry's extra
+//! functions come from the CPU backend (`crate::cpu::backend`, `crate::cpu::kernels`).
 
 use std::cell::UnsafeCell;
 use std::ffi::{CStr, CString, c_char, c_void};

@@ -260,7 +260,10 @@ mod tests {
         let dev = dev_by_type(DevType::CPU).expect("CPU device");
         assert_eq!(dev.reg(), cpu.as_ptr());
         assert_eq!(dev_by_name(b"CPU"), Some(dev));
-        assert!(init_by_type(DevType::CPU, None).is_null());
+        let backend = init_by_type(DevType::CPU, None);
+        assert!(!backend.is_null());
+        // SAFETY: a backend just created, freed once.
+        unsafe { super::super::backend::BackendPtr::from_raw(backend) }.expect("CPU backend").free();
     }
 
     #[test]
