@@ -210,237 +210,126 @@ fn blocks_for<B: BlockFormat>(k: i64) -> i64 {
     k / qk
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_q4_0_ref(x: *const f32, y: *mut BlockQ4_0, k: i64) {
-    quantize_row_ref(x, y, k);
+/// ggml's per-type row functions, exported under the reference's names: the reference
+/// quantizer (`quantize_row_<t>_ref`), the dequantizer (`dequantize_row_<t>`) and the
+/// importance-weighted quantizer (`quantize_<t>`), each a thin call into the block format.
+macro_rules! ref_quantizers {
+    ($($name:ident => $block:ty,)*) => {$(
+        #[unsafe(no_mangle)]
+        #[allow(non_snake_case)]
+        pub extern "C" fn $name(x: *const f32, y: *mut $block, k: i64) {
+            quantize_row_ref(x, y, k);
+        }
+    )*};
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_q4_1_ref(x: *const f32, y: *mut BlockQ4_1, k: i64) {
-    quantize_row_ref(x, y, k);
+macro_rules! dequantizers {
+    ($($name:ident => $block:ty,)*) => {$(
+        #[unsafe(no_mangle)]
+        #[allow(non_snake_case)]
+        pub extern "C" fn $name(x: *const $block, y: *mut f32, k: i64) {
+            dequantize_row(x, y, k);
+        }
+    )*};
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_q5_0_ref(x: *const f32, y: *mut BlockQ5_0, k: i64) {
-    quantize_row_ref(x, y, k);
+macro_rules! weighted_quantizers {
+    ($($name:ident => $block:ty,)*) => {$(
+        #[unsafe(no_mangle)]
+        #[allow(non_snake_case)]
+        pub extern "C" fn $name(
+            src: *const f32,
+            dst: *mut c_void,
+            nrow: i64,
+            n_per_row: i64,
+            quant_weights: *const f32,
+        ) -> usize {
+            quantize_weighted::<$block>(src, dst, nrow, n_per_row, quant_weights)
+        }
+    )*};
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_q5_1_ref(x: *const f32, y: *mut BlockQ5_1, k: i64) {
-    quantize_row_ref(x, y, k);
+ref_quantizers! {
+    quantize_row_q4_0_ref => BlockQ4_0,
+    quantize_row_q4_1_ref => BlockQ4_1,
+    quantize_row_q5_0_ref => BlockQ5_0,
+    quantize_row_q5_1_ref => BlockQ5_1,
+    quantize_row_q8_0_ref => BlockQ8_0,
+    quantize_row_q8_1_ref => BlockQ8_1,
+    quantize_row_q2_K_ref => BlockQ2K,
+    quantize_row_q3_K_ref => BlockQ3K,
+    quantize_row_q4_K_ref => BlockQ4K,
+    quantize_row_q5_K_ref => BlockQ5K,
+    quantize_row_q6_K_ref => BlockQ6K,
+    quantize_row_q1_0_ref => BlockQ1_0,
+    quantize_row_q2_0_ref => BlockQ2_0,
+    quantize_row_mxfp4_ref => BlockMxfp4,
+    quantize_row_nvfp4_ref => BlockNvfp4,
+    quantize_row_tq1_0_ref => BlockTq1_0,
+    quantize_row_tq2_0_ref => BlockTq2_0,
+    quantize_row_iq4_xs_ref => BlockIq4Xs,
+    quantize_row_iq2_s_ref => BlockIq2S,
+    quantize_row_iq3_xxs_ref => BlockIq3Xxs,
+    quantize_row_iq3_s_ref => BlockIq3S,
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_q8_0_ref(x: *const f32, y: *mut BlockQ8_0, k: i64) {
-    quantize_row_ref(x, y, k);
+dequantizers! {
+    dequantize_row_q4_0 => BlockQ4_0,
+    dequantize_row_q4_1 => BlockQ4_1,
+    dequantize_row_q5_0 => BlockQ5_0,
+    dequantize_row_q5_1 => BlockQ5_1,
+    dequantize_row_q8_0 => BlockQ8_0,
+    dequantize_row_q2_K => BlockQ2K,
+    dequantize_row_q3_K => BlockQ3K,
+    dequantize_row_q4_K => BlockQ4K,
+    dequantize_row_q5_K => BlockQ5K,
+    dequantize_row_q6_K => BlockQ6K,
+    dequantize_row_q8_K => BlockQ8K,
+    dequantize_row_q1_0 => BlockQ1_0,
+    dequantize_row_q2_0 => BlockQ2_0,
+    dequantize_row_mxfp4 => BlockMxfp4,
+    dequantize_row_nvfp4 => BlockNvfp4,
+    dequantize_row_tq1_0 => BlockTq1_0,
+    dequantize_row_tq2_0 => BlockTq2_0,
+    dequantize_row_iq4_nl => BlockIq4Nl,
+    dequantize_row_iq4_xs => BlockIq4Xs,
+    dequantize_row_iq2_xxs => BlockIq2Xxs,
+    dequantize_row_iq2_xs => BlockIq2Xs,
+    dequantize_row_iq2_s => BlockIq2S,
+    dequantize_row_iq3_xxs => BlockIq3Xxs,
+    dequantize_row_iq3_s => BlockIq3S,
+    dequantize_row_iq1_s => BlockIq1S,
+    dequantize_row_iq1_m => BlockIq1M,
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_q8_1_ref(x: *const f32, y: *mut BlockQ8_1, k: i64) {
-    quantize_row_ref(x, y, k);
+weighted_quantizers! {
+    quantize_q4_0 => BlockQ4_0,
+    quantize_q4_1 => BlockQ4_1,
+    quantize_q5_0 => BlockQ5_0,
+    quantize_q5_1 => BlockQ5_1,
+    quantize_q8_0 => BlockQ8_0,
+    quantize_q2_K => BlockQ2K,
+    quantize_q3_K => BlockQ3K,
+    quantize_q4_K => BlockQ4K,
+    quantize_q5_K => BlockQ5K,
+    quantize_q6_K => BlockQ6K,
+    quantize_q1_0 => BlockQ1_0,
+    quantize_q2_0 => BlockQ2_0,
+    quantize_mxfp4 => BlockMxfp4,
+    quantize_nvfp4 => BlockNvfp4,
+    quantize_tq1_0 => BlockTq1_0,
+    quantize_tq2_0 => BlockTq2_0,
+    quantize_iq4_xs => BlockIq4Xs,
+    quantize_iq2_xxs => BlockIq2Xxs,
+    quantize_iq2_xs => BlockIq2Xs,
+    quantize_iq2_s => BlockIq2S,
+    quantize_iq3_xxs => BlockIq3Xxs,
+    quantize_iq3_s => BlockIq3S,
+    quantize_iq1_s => BlockIq1S,
+    quantize_iq1_m => BlockIq1M,
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_q4_0(x: *const BlockQ4_0, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_q4_1(x: *const BlockQ4_1, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_q5_0(x: *const BlockQ5_0, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_q5_1(x: *const BlockQ5_1, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_q8_0(x: *const BlockQ8_0, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_q4_0(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ4_0>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_q4_1(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ4_1>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_q5_0(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ5_0>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_q5_1(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ5_1>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_q8_0(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ8_0>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-// ---- K-quants (super-blocks of 256) ----
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn quantize_row_q2_K_ref(x: *const f32, y: *mut BlockQ2K, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn dequantize_row_q2_K(x: *const BlockQ2K, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn quantize_q2_K(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ2K>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn quantize_row_q3_K_ref(x: *const f32, y: *mut BlockQ3K, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn dequantize_row_q3_K(x: *const BlockQ3K, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn quantize_q3_K(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ3K>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn quantize_row_q4_K_ref(x: *const f32, y: *mut BlockQ4K, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn dequantize_row_q4_K(x: *const BlockQ4K, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn quantize_q4_K(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ4K>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn quantize_row_q5_K_ref(x: *const f32, y: *mut BlockQ5K, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn dequantize_row_q5_K(x: *const BlockQ5K, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn quantize_q5_K(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ5K>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn quantize_row_q6_K_ref(x: *const f32, y: *mut BlockQ6K, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn dequantize_row_q6_K(x: *const BlockQ6K, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn quantize_q6_K(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ6K>(src, dst, nrow, n_per_row, quant_weights)
-}
+// ---- row functions that differ from the generic ones ----
 
 /// Unlike the generic row quantizer, keeps the `bsums` of all-zero blocks as they were (ggml
 /// leaves them unwritten).
@@ -451,150 +340,11 @@ pub extern "C" fn quantize_row_q8_K_ref(x: *const f32, y: *mut BlockQ8K, k: i64)
     k_quants::quantize_row_q8_k(slice(x, k), blocks);
 }
 
-#[unsafe(no_mangle)]
-#[allow(non_snake_case)]
-pub extern "C" fn dequantize_row_q8_K(x: *const BlockQ8K, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-// ---- q1_0, q2_0, mxfp4, nvfp4, tq1_0, tq2_0, iq4_nl, iq4_xs ----
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_q1_0_ref(x: *const f32, y: *mut BlockQ1_0, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_q1_0(x: *const BlockQ1_0, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_q1_0(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ1_0>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_q2_0_ref(x: *const f32, y: *mut BlockQ2_0, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_q2_0(x: *const BlockQ2_0, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_q2_0(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockQ2_0>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_mxfp4_ref(x: *const f32, y: *mut BlockMxfp4, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_mxfp4(x: *const BlockMxfp4, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_mxfp4(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockMxfp4>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_nvfp4_ref(x: *const f32, y: *mut BlockNvfp4, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_nvfp4(x: *const BlockNvfp4, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_nvfp4(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockNvfp4>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_tq1_0_ref(x: *const f32, y: *mut BlockTq1_0, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_tq1_0(x: *const BlockTq1_0, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_tq1_0(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockTq1_0>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_tq2_0_ref(x: *const f32, y: *mut BlockTq2_0, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_tq2_0(x: *const BlockTq2_0, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_tq2_0(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockTq2_0>(src, dst, nrow, n_per_row, quant_weights)
-}
-
 /// Not the generic row quantizer: an all-zero block repeats the codes of the block before it.
 #[unsafe(no_mangle)]
 pub extern "C" fn quantize_row_iq4_nl_ref(x: *const f32, y: *mut BlockIq4Nl, k: i64) {
     let blocks = slice_mut(y, blocks_for::<BlockIq4Nl>(k));
     iq4::quantize_row_nl_ref(slice(x, k), blocks);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_iq4_nl(x: *const BlockIq4Nl, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
 }
 
 #[unsafe(no_mangle)]
@@ -608,28 +358,7 @@ pub extern "C" fn quantize_iq4_nl(
     quantize_weighted_with(src, dst, nrow, n_per_row, quant_weights, iq4::quantize_rows_nl)
 }
 
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_iq4_xs_ref(x: *const f32, y: *mut BlockIq4Xs, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_iq4_xs(x: *const BlockIq4Xs, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_iq4_xs(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockIq4Xs>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-// ---- iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s (lattice grids) ----
+// ---- the lattice-grid tables that ggml_quantize_init builds ----
 
 #[unsafe(no_mangle)]
 pub extern "C" fn iq2xs_init_impl(type_: Type) {
@@ -649,131 +378,4 @@ pub extern "C" fn iq3xs_init_impl(grid_size: c_int) {
 #[unsafe(no_mangle)]
 pub extern "C" fn iq3xs_free_impl(grid_size: c_int) {
     iq_grids::free_grid(iq_grids::grid4_of(grid_size));
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_iq2_s_ref(x: *const f32, y: *mut BlockIq2S, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_iq3_xxs_ref(x: *const f32, y: *mut BlockIq3Xxs, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_row_iq3_s_ref(x: *const f32, y: *mut BlockIq3S, k: i64) {
-    quantize_row_ref(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_iq2_xxs(x: *const BlockIq2Xxs, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_iq2_xs(x: *const BlockIq2Xs, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_iq2_s(x: *const BlockIq2S, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_iq3_xxs(x: *const BlockIq3Xxs, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_iq3_s(x: *const BlockIq3S, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_iq1_s(x: *const BlockIq1S, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn dequantize_row_iq1_m(x: *const BlockIq1M, y: *mut f32, k: i64) {
-    dequantize_row(x, y, k);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_iq2_xxs(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockIq2Xxs>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_iq2_xs(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockIq2Xs>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_iq2_s(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockIq2S>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_iq3_xxs(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockIq3Xxs>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_iq3_s(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockIq3S>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_iq1_s(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockIq1S>(src, dst, nrow, n_per_row, quant_weights)
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_iq1_m(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted::<BlockIq1M>(src, dst, nrow, n_per_row, quant_weights)
 }
