@@ -15,6 +15,8 @@ pub mod iq2;
 pub mod iq3;
 pub mod iq4;
 pub mod iq_grids;
+#[cfg(test)]
+mod iq_test_support;
 pub mod k_quants;
 pub mod low_bit;
 pub mod q4;
