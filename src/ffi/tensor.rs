@@ -249,13 +249,7 @@ pub extern "C" fn ggml_unravel_index(t: *const Tensor, i: i64, i0: *mut i64, i1:
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_set_zero(t: *mut Tensor) -> *mut Tensor {
     let t = tensor(t);
-    if t.is_empty() {
-        return t.as_ptr();
-    }
-    crate::ggml_assert!(t.buffer.is_null(), "ggml_set_zero on a tensor in a backend buffer needs the backend layer");
-    crate::ggml_assert!(!t.data.is_null(), "ggml_set_zero on a tensor without data");
-    // SAFETY: a host tensor's data spans nbytes() bytes.
-    unsafe { std::ptr::write_bytes(t.data.cast::<u8>(), 0, t.nbytes()) };
+    crate::core::graph::tensor_io::set_zero(t);
     t.as_ptr()
 }
 
