@@ -5,7 +5,10 @@
 //! Spinning keeps the hand-over fast when every thread has a core of its own. When the team
 //! is larger than the machine, a spinning thread would only steal the time slice that the
 //! thread everybody waits for needs, so waiters then yield their core a few times and go to
-//! sleep.
+//! sleep. The same holds when other processes keep the cores busy, which the barrier cannot
+//! see directly; it sees its spins fail instead, and halves its spin budget after each failed
+//! spin and doubles it (up to the full budget) after each successful one. On a quiet machine
+//! the budget stays full; on a loaded one waiters soon sleep almost at once.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,6 +22,10 @@ pub const SPIN_BUDGET: Duration = Duration::from_micros(1000);
 /// Yields before sleeping when the team has more threads than there are cores (64 measured
 /// best on 2 cores with teams of 4: about 2.5x faster round trips than sleeping at once).
 const OVERSUBSCRIBED_YIELDS: u32 = 64;
+
+/// The least a waiter spins while the adaptive budget is low: still enough for a hand-over
+/// between two running threads (about a microsecond).
+const MIN_SPIN: Duration = Duration::from_micros(16);
 
 /// Spins between two looks at the clock in [`spin_until`].
 const SPINS_PER_CLOCK_CHECK: u32 = 64;
@@ -62,6 +69,11 @@ pub fn spin_until(budget: Duration, mut done: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// A duration in whole nanoseconds, saturating at about 4 s.
+fn nanos(d: Duration) -> u32 {
+    u32::try_from(d.as_nanos()).unwrap_or(u32::MAX)
+}
+
 /// A barrier for teams of any size up to `u32::MAX`; the size is given at each wait, so one
 /// barrier serves teams of different sizes one after the other (never at the same time).
 #[derive(Debug)]
@@ -73,8 +85,11 @@ pub struct Barrier {
     /// Waiters asleep (or about to be) on `generation`; the opener skips the wake syscall
     /// when there are none.
     sleepers: CachePadded<AtomicU32>,
-    /// How long a waiter spins when the team fits on the cores.
+    /// How long a waiter spins at most when the team fits on the cores.
     spin_budget: Duration,
+    /// The spin budget now, in nanoseconds: between [`MIN_SPIN`] and `spin_budget`, lowered
+    /// by failed spins and raised by successful ones.
+    spin_now_ns: CachePadded<AtomicU32>,
 }
 
 impl Default for Barrier {
@@ -96,6 +111,7 @@ impl Barrier {
             generation: CachePadded(AtomicU32::new(0)),
             sleepers: CachePadded(AtomicU32::new(0)),
             spin_budget,
+            spin_now_ns: CachePadded(AtomicU32::new(nanos(spin_budget))),
         }
     }
 
@@ -134,7 +150,7 @@ impl Barrier {
 
         let opened = || self.generation.load(Ordering::Acquire) != generation;
         let spun = if n_threads <= available_cores() {
-            spin_until(self.spin_budget, opened)
+            self.adaptive_spin(opened)
         } else {
             (0..OVERSUBSCRIBED_YIELDS).any(|_| {
                 std::thread::yield_now();
@@ -145,6 +161,22 @@ impl Barrier {
             self.sleep_while(generation);
         }
         false
+    }
+
+    /// Spins for the current adaptive budget and adjusts it by the outcome. Racing updates
+    /// from several waiters may lose one adjustment; the budget is a hint, not a count.
+    fn adaptive_spin(&self, mut opened: impl FnMut() -> bool) -> bool {
+        if self.spin_budget.is_zero() {
+            return opened();
+        }
+        let (min, max) = (nanos(MIN_SPIN.min(self.spin_budget)), nanos(self.spin_budget));
+        let now = self.spin_now_ns.load(Ordering::Relaxed);
+        let spun = spin_until(Duration::from_nanos(u64::from(now)), opened);
+        let next = if spun { now.saturating_mul(2).min(max) } else { (now / 2).max(min) };
+        if next != now {
+            self.spin_now_ns.store(next, Ordering::Relaxed);
+        }
+        spun
     }
 
     /// Sleeps until the generation differs from `generation`.
@@ -172,12 +204,15 @@ mod tests {
     /// Every thread of a team adds to a per-round slot, then checks after the barrier that
     /// the whole team did: any thread leaving early sees a short count.
     fn rounds(n_threads: usize, n_rounds: usize, barrier: Barrier) {
-        let barrier = Arc::new(barrier);
+        rounds_with(&Arc::new(barrier), n_threads, n_rounds);
+    }
+
+    fn rounds_with(barrier: &Arc<Barrier>, n_threads: usize, n_rounds: usize) {
         let slots: Arc<Vec<AtomicUsize>> = Arc::new((0..n_rounds).map(|_| AtomicUsize::new(0)).collect());
         let lasts = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..n_threads)
             .map(|ith| {
-                let (barrier, slots, lasts) = (Arc::clone(&barrier), Arc::clone(&slots), Arc::clone(&lasts));
+                let (barrier, slots, lasts) = (Arc::clone(barrier), Arc::clone(&slots), Arc::clone(&lasts));
                 std::thread::spawn(move || {
                     for (r, slot) in slots.iter().enumerate() {
                         slot.fetch_add(ith + 1, Ordering::Relaxed);
@@ -234,6 +269,30 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(phase.load(Ordering::Relaxed), 500);
+    }
+
+    #[test]
+    fn failed_spins_lower_the_budget_and_successful_ones_restore_it() {
+        if available_cores() < 2 {
+            return; // teams of 2 do not spin on one core
+        }
+        let barrier = Arc::new(Barrier::new());
+        let late = {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                for _ in 0..12 {
+                    std::thread::sleep(Duration::from_millis(3)); // past any spin budget
+                    barrier.wait(2);
+                }
+            })
+        };
+        for _ in 0..12 {
+            barrier.wait(2);
+        }
+        late.join().unwrap();
+        assert_eq!(barrier.spin_now_ns.load(Ordering::Relaxed), nanos(MIN_SPIN));
+        rounds_with(&barrier, 2, 2000);
+        assert_eq!(barrier.spin_now_ns.load(Ordering::Relaxed), nanos(SPIN_BUDGET));
     }
 
     #[test]

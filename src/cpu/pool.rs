@@ -341,6 +341,10 @@ fn worker_main(shared: &Shared, ith: usize, mask: &CpuMask) {
                 shared.run_job(ith, team);
                 continue;
             }
+            // A job for a smaller team: this worker was woken with the others but has nothing
+            // to do, so it goes back to sleep rather than polling beside the team.
+            shared.sleep_while(seen);
+            continue;
         }
         if shared.paused.load(Ordering::Acquire) {
             shared.sleep_while(seen);
