@@ -300,7 +300,8 @@ pub fn glu_supports(node: &Tensor) -> bool {
     let ts = a.type_.type_size();
     let shapes = match b {
         Some(b) => b.type_ == a.type_ && b.same_shape(a) && a.same_shape(node) && b.nb[0] == ts,
-        None => node.ne[0] * 2 == a.ne[0] && (1..4).all(|d| node.ne[d] == a.ne[d]),
+        // an odd row leaves its last element out: ggml takes halves of ne0 / 2
+        None => node.ne[0] == a.ne[0] / 2 && (1..4).all(|d| node.ne[d] == a.ne[d]),
     };
     shapes && a.nb[0] == ts && node.nb[0] == ts
 }
@@ -320,7 +321,7 @@ pub fn glu(params: &ComputeParams, dst: TensorPtr) {
     if let Some(b) = b {
         crate::ggml_assert!(b.type_ == ty && b.same_shape(&a), "glu: the two halves differ in type or shape");
     } else {
-        crate::ggml_assert!(ne[0] == 2 * nc, "glu: rows of {} do not split into two of {}", ne[0], nc);
+        crate::ggml_assert!(ne[0] / 2 == nc, "glu: rows of {} do not split into two of {}", ne[0], nc);
     }
     let ts = ty.type_size();
     let simd = use_simd(params) && ty == Type::F32;
@@ -816,7 +817,8 @@ mod tests {
                     for variant in 0..3 {
                         let mut c = ctx();
                         let (alpha, limit) = (1.702f32, 2.5f32);
-                        let a = c.new_tensor(ty, &[2 * 19, 3, 2]);
+                        // an odd row: its last element belongs to neither half
+                        let a = c.new_tensor(ty, &[2 * 19 + 1, 3, 2]);
                         put(a, input);
                         let b = c.new_tensor(ty, &[19, 3, 2]);
                         put(b, |i| noise(i, 9) * 3.0);
@@ -834,8 +836,8 @@ mod tests {
                                 }
                                 let v = values(a);
                                 let (mut xs, mut gs) = (Vec::new(), Vec::new());
-                                for row in v.chunks(38) {
-                                    let (first, second) = row.split_at(19);
+                                for row in v.chunks(39) {
+                                    let (first, second) = (&row[..19], &row[19..38]);
                                     let (x, g) = if variant == 1 { (second, first) } else { (first, second) };
                                     xs.extend_from_slice(x);
                                     gs.extend_from_slice(g);
