@@ -439,6 +439,9 @@ impl Duplicator<'_> {
         let ctx = if src.view_src.is_null() { &mut *self.allocated } else { &mut *self.unallocated };
         let dst = ctx.dup_tensor(src);
         dst.get_mut().nb = src.nb;
+        // Known before its sources are copied: ggml_cast's result names itself as src[1],
+        // and the copy keeps that self-reference.
+        self.copies.insert(src.as_ptr(), dst);
         if let Some(view_src) = src.view_source() {
             let base = self.dup(view_src);
             let d = dst.get_mut();
@@ -458,7 +461,6 @@ impl Duplicator<'_> {
                 dst.get_mut().src[i] = s_copy.as_ptr();
             }
         }
-        self.copies.insert(src.as_ptr(), dst);
         dst
     }
 
@@ -830,6 +832,27 @@ mod tests {
         assert_eq!(read(a_copy), [1.0, 2.0, 3.0, 4.0]);
         assert_eq!(a_copy.buffer, copy.buffer.cast());
         copy.free();
+        be.free();
+    }
+
+    #[test]
+    fn graph_copy_keeps_the_self_reference_of_a_cast() {
+        let be = test_backend("TestGraphCopyCast", false, false, c"");
+        let mut ctx = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
+        let a = ctx.new_tensor(Type::F32, &[4]);
+        let cast = crate::core::ops::shape::cast(&mut ctx, a, Type::F16);
+        assert_eq!(cast.src[1], cast.as_ptr());
+        let graph = new_graph(&mut ctx);
+        graph.get_mut().build_forward_expand(cast);
+        let buffer = tallocr::alloc_ctx_tensors(&ctx, cpu_buffer_type()).expect("buffer");
+        let copy = graph_copy(be, &graph);
+        // SAFETY: a successful copy's graph lives until copy.free().
+        let g = unsafe { GraphPtr::new(NonNull::new_unchecked(copy.graph)) };
+        let cast_copy = g.node(0);
+        assert_ne!(cast_copy, cast);
+        assert_eq!(cast_copy.src[1], cast_copy.as_ptr());
+        copy.free();
+        buffer.free();
         be.free();
     }
 
