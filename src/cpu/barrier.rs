@@ -204,15 +204,12 @@ mod tests {
     /// Every thread of a team adds to a per-round slot, then checks after the barrier that
     /// the whole team did: any thread leaving early sees a short count.
     fn rounds(n_threads: usize, n_rounds: usize, barrier: Barrier) {
-        rounds_with(&Arc::new(barrier), n_threads, n_rounds);
-    }
-
-    fn rounds_with(barrier: &Arc<Barrier>, n_threads: usize, n_rounds: usize) {
+        let barrier = Arc::new(barrier);
         let slots: Arc<Vec<AtomicUsize>> = Arc::new((0..n_rounds).map(|_| AtomicUsize::new(0)).collect());
         let lasts = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..n_threads)
             .map(|ith| {
-                let (barrier, slots, lasts) = (Arc::clone(barrier), Arc::clone(&slots), Arc::clone(&lasts));
+                let (barrier, slots, lasts) = (Arc::clone(&barrier), Arc::clone(&slots), Arc::clone(&lasts));
                 std::thread::spawn(move || {
                     for (r, slot) in slots.iter().enumerate() {
                         slot.fetch_add(ith + 1, Ordering::Relaxed);
@@ -273,26 +270,24 @@ mod tests {
 
     #[test]
     fn failed_spins_lower_the_budget_and_successful_ones_restore_it() {
-        if available_cores() < 2 {
-            return; // teams of 2 do not spin on one core
+        // Driven directly, so that the outcome of each spin does not depend on the load.
+        let barrier = Barrier::new();
+        let budget = || barrier.spin_now_ns.load(Ordering::Relaxed);
+        assert_eq!(budget(), nanos(SPIN_BUDGET));
+        assert!(!barrier.adaptive_spin(|| false));
+        assert_eq!(budget(), nanos(SPIN_BUDGET) / 2);
+        for _ in 0..16 {
+            barrier.adaptive_spin(|| false);
         }
-        let barrier = Arc::new(Barrier::new());
-        let late = {
-            let barrier = Arc::clone(&barrier);
-            std::thread::spawn(move || {
-                for _ in 0..12 {
-                    std::thread::sleep(Duration::from_millis(3)); // past any spin budget
-                    barrier.wait(2);
-                }
-            })
-        };
-        for _ in 0..12 {
-            barrier.wait(2);
+        assert_eq!(budget(), nanos(MIN_SPIN));
+        assert!(barrier.adaptive_spin(|| true));
+        assert_eq!(budget(), 2 * nanos(MIN_SPIN));
+        for _ in 0..16 {
+            barrier.adaptive_spin(|| true);
         }
-        late.join().unwrap();
-        assert_eq!(barrier.spin_now_ns.load(Ordering::Relaxed), nanos(MIN_SPIN));
-        rounds_with(&barrier, 2, 2000);
-        assert_eq!(barrier.spin_now_ns.load(Ordering::Relaxed), nanos(SPIN_BUDGET));
+        assert_eq!(budget(), nanos(SPIN_BUDGET));
+        // a barrier that never spins keeps no budget
+        assert!(!Barrier::with_spin_budget(Duration::ZERO).adaptive_spin(|| false));
     }
 
     #[test]
