@@ -15,6 +15,7 @@ use crate::core::context::{Context, ObjectType};
 use crate::core::graph::Graph;
 use crate::core::types::Type;
 use crate::quants::half::Bf16;
+use crate::quants::k_quants::BlockQ8K;
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 use crate::quants::traits::FromFloatFn;
 use crate::quants::{BlockFormat, blocks_mut};
@@ -371,6 +372,17 @@ unsafe extern "C" fn quantize_q8_1(x: *const f32, y: *mut c_void, k: i64) {
     }
 }
 
+/// Quantizes activations to Q8_K as the CPU kernels do (ggml's reference quantizer).
+///
+/// # Safety
+/// As [`quantize_blocks`].
+unsafe extern "C" fn quantize_q8_k(x: *const f32, y: *mut c_void, k: i64) {
+    // SAFETY: passed on from the caller.
+    if let Some((x, y)) = unsafe { quantize_operands::<BlockQ8K>(x, y, k) } {
+        crate::quants::k_quants::quantize_row_q8_k(x, blocks_mut::<BlockQ8K>(y));
+    }
+}
+
 /// The input and output of a quantizer as slices: None for an empty row.
 ///
 /// # Safety
@@ -505,6 +517,7 @@ fn from_float_of(ty: Type) -> Option<FromFloatFn> {
         Type::I32 => Some(i32_from_float),
         Type::Q8_0 => Some(quantize_q8_0),
         Type::Q8_1 => Some(quantize_q8_1),
+        Type::Q8_K => Some(quantize_q8_k),
         _ => crate::quants::traits::type_traits(ty).from_float_ref,
     }
 }

@@ -26,7 +26,7 @@ use super::{block_weights, c_max};
 use crate::core::types::Type;
 
 /// The value of each coordinate level of the 2-bit grids.
-const GRID_VALUES: [u8; 3] = [0x08, 0x19, 0x2b];
+pub(crate) const GRID_VALUES: [u8; 3] = [0x08, 0x19, 0x2b];
 /// Groups of 16 with a largest magnitude below this are zero in `iq2_s`.
 const GROUP_MAX_EPS_IQ2_S: f32 = 1e-8;
 

@@ -23,7 +23,7 @@ use super::k_quants::{QK_K, sum_squares};
 use crate::core::types::Type;
 
 /// What each coordinate level of the `iq3_xxs` grid stands for.
-const XXS_VALUES: [u8; 8] = [4, 12, 20, 28, 36, 44, 52, 62];
+pub(crate) const XXS_VALUES: [u8; 8] = [4, 12, 20, 28, 36, 44, 52, 62];
 /// Sub-blocks with a largest magnitude below this are zero in `iq3_xxs`.
 const GROUP_MAX_EPS_IQ3_XXS: f32 = 1e-8;
 /// Values per sub-block scale.

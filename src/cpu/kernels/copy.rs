@@ -10,10 +10,18 @@ use std::ops::Range;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
+use crate::quants::fp4::{BlockMxfp4, BlockNvfp4};
 use crate::quants::half::{Bf16, bf16_to_fp32, fp16_to_fp32, fp32_to_bf16, fp32_to_fp16};
+use crate::quants::iq1::{BlockIq1M, BlockIq1S};
+use crate::quants::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
+use crate::quants::iq3::{BlockIq3S, BlockIq3Xxs};
+use crate::quants::iq4::{BlockIq4Nl, BlockIq4Xs};
+use crate::quants::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
+use crate::quants::low_bit::{BlockQ1_0, BlockQ2_0};
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::BlockQ8_0;
+use crate::quants::ternary::{BlockTq1_0, BlockTq2_0};
 use crate::quants::{BlockFormat, blocks, blocks_mut, dequantize_row, quantize_row};
 
 // ---- shared helpers ----
@@ -153,12 +161,46 @@ pub(crate) fn with_scratch<R>(params: &ComputeParams, n: usize, f: impl FnOnce(&
     }
 }
 
-/// The block formats whose rows the CPU kernels quantize and dequantize.
+/// The block formats whose rows the CPU kernels both quantize and dequantize: those with a
+/// `from_float` in ggml's CPU type traits (the 1- to 3-bit I-quants have none: their
+/// quantizers need the tables of `ggml_quantize_init`).
 pub(crate) fn is_block_type(ty: Type) -> bool {
-    matches!(ty, Type::Q4_0 | Type::Q4_1 | Type::Q5_0 | Type::Q5_1 | Type::Q8_0)
+    matches!(
+        ty,
+        Type::Q4_0
+            | Type::Q4_1
+            | Type::Q5_0
+            | Type::Q5_1
+            | Type::Q8_0
+            | Type::Q1_0
+            | Type::Q2_0
+            | Type::MXFP4
+            | Type::NVFP4
+            | Type::Q2_K
+            | Type::Q3_K
+            | Type::Q4_K
+            | Type::Q5_K
+            | Type::Q6_K
+            | Type::TQ1_0
+            | Type::TQ2_0
+            | Type::IQ4_NL
+            | Type::IQ4_XS
+    )
 }
 
-/// Quantizes `x` (a whole number of blocks) into the row at `out`.
+/// The block formats whose rows the CPU kernels dequantize (those with a `to_float`): the
+/// [`is_block_type`] ones and the 1- to 3-bit I-quants.
+pub(crate) fn is_dequantizable(ty: Type) -> bool {
+    is_block_type(ty)
+        || matches!(
+            ty,
+            Type::IQ2_XXS | Type::IQ2_XS | Type::IQ2_S | Type::IQ3_XXS | Type::IQ3_S | Type::IQ1_S | Type::IQ1_M
+        )
+}
+
+/// Quantizes `x` (a whole number of blocks) into the row at `out`, as ggml's CPU `from_float`
+/// does: the reference quantizer, but for Q8_0, which gets the x86 activation quantizer
+/// (rounding half to even).
 ///
 /// # Safety
 /// `out` is valid for writes of `ty.row_size(x.len())` bytes that nothing else accesses.
@@ -173,7 +215,20 @@ pub(crate) unsafe fn quantize_row_into(ty: Type, x: &[f32], out: *mut u8) {
         Type::Q4_1 => typed::<BlockQ4_1>(x, bytes),
         Type::Q5_0 => typed::<BlockQ5_0>(x, bytes),
         Type::Q5_1 => typed::<BlockQ5_1>(x, bytes),
-        Type::Q8_0 => typed::<BlockQ8_0>(x, bytes),
+        Type::Q8_0 => super::dot::quantize_row_q8_0(x, blocks_mut::<BlockQ8_0>(bytes)),
+        Type::Q1_0 => typed::<BlockQ1_0>(x, bytes),
+        Type::Q2_0 => typed::<BlockQ2_0>(x, bytes),
+        Type::MXFP4 => typed::<BlockMxfp4>(x, bytes),
+        Type::NVFP4 => typed::<BlockNvfp4>(x, bytes),
+        Type::Q2_K => typed::<BlockQ2K>(x, bytes),
+        Type::Q3_K => typed::<BlockQ3K>(x, bytes),
+        Type::Q4_K => typed::<BlockQ4K>(x, bytes),
+        Type::Q5_K => typed::<BlockQ5K>(x, bytes),
+        Type::Q6_K => typed::<BlockQ6K>(x, bytes),
+        Type::TQ1_0 => typed::<BlockTq1_0>(x, bytes),
+        Type::TQ2_0 => typed::<BlockTq2_0>(x, bytes),
+        Type::IQ4_NL => typed::<BlockIq4Nl>(x, bytes),
+        Type::IQ4_XS => typed::<BlockIq4Xs>(x, bytes),
         other => crate::ggml_abort!("no CPU quantizer for type {}", other.name()),
     }
 }
@@ -194,6 +249,26 @@ pub(crate) unsafe fn dequantize_row_from(ty: Type, row: *const u8, y: &mut [f32]
         Type::Q5_0 => typed::<BlockQ5_0>(bytes, y),
         Type::Q5_1 => typed::<BlockQ5_1>(bytes, y),
         Type::Q8_0 => typed::<BlockQ8_0>(bytes, y),
+        Type::Q1_0 => typed::<BlockQ1_0>(bytes, y),
+        Type::Q2_0 => typed::<BlockQ2_0>(bytes, y),
+        Type::MXFP4 => typed::<BlockMxfp4>(bytes, y),
+        Type::NVFP4 => typed::<BlockNvfp4>(bytes, y),
+        Type::Q2_K => typed::<BlockQ2K>(bytes, y),
+        Type::Q3_K => typed::<BlockQ3K>(bytes, y),
+        Type::Q4_K => typed::<BlockQ4K>(bytes, y),
+        Type::Q5_K => typed::<BlockQ5K>(bytes, y),
+        Type::Q6_K => typed::<BlockQ6K>(bytes, y),
+        Type::TQ1_0 => typed::<BlockTq1_0>(bytes, y),
+        Type::TQ2_0 => typed::<BlockTq2_0>(bytes, y),
+        Type::IQ4_NL => typed::<BlockIq4Nl>(bytes, y),
+        Type::IQ4_XS => typed::<BlockIq4Xs>(bytes, y),
+        Type::IQ2_XXS => typed::<BlockIq2Xxs>(bytes, y),
+        Type::IQ2_XS => typed::<BlockIq2Xs>(bytes, y),
+        Type::IQ2_S => typed::<BlockIq2S>(bytes, y),
+        Type::IQ3_XXS => typed::<BlockIq3Xxs>(bytes, y),
+        Type::IQ3_S => typed::<BlockIq3S>(bytes, y),
+        Type::IQ1_S => typed::<BlockIq1S>(bytes, y),
+        Type::IQ1_M => typed::<BlockIq1M>(bytes, y),
         other => crate::ggml_abort!("no CPU dequantizer for type {}", other.name()),
     }
 }
@@ -342,7 +417,7 @@ pub fn copy_supports(node: &Tensor) -> bool {
         _ if is_float(from) && is_block_type(to) => {
             node.is_contiguous() && s.nb[0] == from.type_size() && s.ne[0] % to.blck_size() == 0
         }
-        _ if is_block_type(from) && to == Type::F32 => {
+        _ if is_dequantizable(from) && to == Type::F32 => {
             let qk = from.blck_size();
             node.nb[0] == 4 && (node.ne[0] % qk == 0 || node.is_contiguous()) && s.ne[0] % qk == 0
         }
@@ -385,7 +460,7 @@ pub fn dup(params: &ComputeParams, dst: TensorPtr) {
         dup_convert(params, &s, &dst);
     } else if is_float(from) && is_block_type(to) {
         dup_to_blocks(params, &s, &dst);
-    } else if is_block_type(from) && to == Type::F32 {
+    } else if is_dequantizable(from) && to == Type::F32 {
         dup_from_blocks(params, &s, &dst);
     } else {
         crate::ggml_abort!("{}: copying {} to {} is not supported", dst.op.name(), from.name(), to.name());
@@ -650,7 +725,7 @@ pub fn get_rows_supports(node: &Tensor) -> bool {
     match a.type_ {
         Type::F32 | Type::F16 | Type::BF16 => node.type_ == Type::F32 || node.type_ == a.type_,
         Type::I32 => node.type_ == Type::I32,
-        t if is_block_type(t) => node.type_ == Type::F32 && a.nb[0] == t.type_size(),
+        t if is_dequantizable(t) => node.type_ == Type::F32 && a.nb[0] == t.type_size(),
         _ => false,
     }
 }
@@ -667,7 +742,7 @@ pub fn get_rows(params: &ComputeParams, dst: TensorPtr) {
     let simd = use_simd(params);
     let n = ne_ids[0] * ne_ids[1] * ne_ids[2];
     let (from, to) = (a.type_, dst.type_);
-    let mut tmp = if is_block_type(from) { vec![0.0f32; nc] } else { Vec::new() };
+    let mut tmp = if is_dequantizable(from) { vec![0.0f32; nc] } else { Vec::new() };
     for i in split(n, params.ith, params.nth) {
         let (i10, j1, j2) = (i % ne_ids[0], i / ne_ids[0] % ne_ids[1], i / (ne_ids[0] * ne_ids[1]));
         // SAFETY: the index element lies inside `ids`, an i32 tensor.
@@ -683,7 +758,7 @@ pub fn get_rows(params: &ComputeParams, dst: TensorPtr) {
         // SAFETY: `from_row` is a checked row of `a` (nc packed elements, or whole blocks),
         // `to_row` a row of `dst` with nc packed elements; rows are split between threads.
         unsafe {
-            if is_block_type(from) {
+            if is_dequantizable(from) {
                 dequantize_row_from(from, from_row, &mut tmp);
                 std::ptr::copy_nonoverlapping(tmp.as_ptr(), to_row.cast::<f32>(), nc);
             } else if from == Type::I32 || from == to {
@@ -1067,27 +1142,56 @@ mod tests {
         });
     }
 
+    /// Every type ggml has.
+    fn all_types() -> impl Iterator<Item = Type> {
+        (0..Type::COUNT).map(Type).filter(|t| t.is_valid())
+    }
+
+    /// How far a round trip through `q` may move values in -1..1.
+    fn round_trip_bound(q: Type) -> f64 {
+        match q {
+            Type::Q8_0 => 0.02,
+            // four levels between a block's minimum and maximum
+            Type::Q2_K => 0.4,
+            // two or three levels: signs, or -1/0/1 times the largest magnitude
+            Type::Q1_0 | Type::Q2_0 | Type::TQ1_0 | Type::TQ2_0 => 1.0,
+            _ => 0.25,
+        }
+    }
+
+    #[test]
+    fn block_types_follow_the_cpu_type_traits() {
+        for ty in all_types() {
+            let traits = crate::cpu::api::type_traits_cpu(ty);
+            let quantized = ty.is_quantized() && !matches!(ty, Type::Q8_1 | Type::Q8_K);
+            // the activation formats aside, a block format is written where ggml's CPU has a
+            // `from_float`, and read where it has a `to_float`
+            assert_eq!(is_block_type(ty), quantized && traits.from_float.is_some(), "{}", ty.name());
+            let to_float = crate::quants::traits::type_traits(ty).to_float.is_some();
+            assert_eq!(is_dequantizable(ty), quantized && to_float, "{}", ty.name());
+        }
+    }
+
     #[test]
     fn copies_into_and_out_of_blocks() {
-        for q in [Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0] {
+        for q in all_types().filter(|&t| is_block_type(t)) {
             for from in [Type::F32, Type::F16, Type::BF16] {
                 for_each_team(|nth, use_ref| {
                     let mut c = ctx();
-                    let a = c.new_tensor(from, &[64, 3, 2]);
+                    let a = c.new_tensor(from, &[256, 3, 2]);
                     put(a, |i| noise(i, 7));
-                    let qd = c.new_tensor(q, &[64, 3, 2]);
+                    let qd = c.new_tensor(q, &[256, 3, 2]);
                     let r = shape::cpy(&mut c, a, qd);
                     assert!(copy_supports(&r));
                     run(&mut c, r, cpy, nth, copy_work_size(&r, nth), use_ref);
                     // back to f32, through a transposed-free but reshaped destination
-                    let back = c.new_tensor(Type::F32, &[128, 3]);
+                    let back = c.new_tensor(Type::F32, &[512, 3]);
                     let r2 = shape::cpy(&mut c, qd, back);
                     assert!(copy_supports(&r2));
                     run(&mut c, r2, cpy, nth, 0, use_ref);
-                    let bound = if q == Type::Q8_0 { 0.02 } else { 0.2 };
-                    assert_close(&values(back), &values(a), bound, q.name());
+                    assert_close(&values(back), &values(a), round_trip_bound(q), q.name());
                     // same type: a byte copy
-                    let q2 = c.new_tensor(q, &[64, 3, 2]);
+                    let q2 = c.new_tensor(q, &[256, 3, 2]);
                     let r3 = shape::cpy(&mut c, qd, q2);
                     run(&mut c, r3, cpy, nth, 0, use_ref);
                     // SAFETY: both tensors are contiguous with the same byte size.
@@ -1136,15 +1240,17 @@ mod tests {
 
     #[test]
     fn get_rows_from_every_supported_type() {
-        for ty in [Type::F32, Type::F16, Type::BF16, Type::I32, Type::Q4_0, Type::Q8_0, Type::Q5_1] {
+        let plain = [Type::F32, Type::F16, Type::BF16, Type::I32];
+        for ty in plain.into_iter().chain(all_types().filter(|&t| is_dequantizable(t))) {
             for_each_team(|nth, use_ref| {
                 let mut c = ctx();
-                let a = c.new_tensor(ty, &[32, 5, 2]);
-                let src_f32 = c.new_tensor(Type::F32, &[32, 5, 2]);
-                put(src_f32, value);
-                if is_block_type(ty) {
-                    let r = shape::cpy(&mut c, src_f32, a);
-                    run(&mut c, r, cpy, 1, 0, true);
+                let a = c.new_tensor(ty, &[256, 5, 2]);
+                if is_dequantizable(ty) {
+                    let x: Vec<f32> = (0..256 * 10).map(|i| value(i) as f32).collect();
+                    let imatrix = vec![1.0; 256];
+                    // SAFETY: the tensor's bytes, contiguous and allocated by the context.
+                    let bytes = unsafe { std::slice::from_raw_parts_mut(a.data.cast::<u8>(), a.nbytes()) };
+                    crate::quants::chunk::quantize_chunk(ty, &x, bytes, 256, Some(&imatrix));
                 } else {
                     put(a, value);
                 }
@@ -1154,8 +1260,8 @@ mod tests {
                 let r = rows::get_rows(&mut c, a, ids);
                 assert!(get_rows_supports(&r));
                 run(&mut c, r, get_rows, nth, 0, use_ref);
-                let reference = if is_block_type(ty) {
-                    let back = c.new_tensor(Type::F32, &[32, 5, 2]);
+                let reference = if is_dequantizable(ty) {
+                    let back = c.new_tensor(Type::F32, &[256, 5, 2]);
                     let r = shape::cpy(&mut c, a, back);
                     run(&mut c, r, cpy, 1, 0, true);
                     values(back)
@@ -1166,7 +1272,7 @@ mod tests {
                 for j in 0..2 {
                     for k in 0..3 {
                         let row = idx[k + 3 * j];
-                        want.extend_from_slice(&reference[(row + 5 * j) * 32..(row + 5 * j + 1) * 32]);
+                        want.extend_from_slice(&reference[(row + 5 * j) * 256..(row + 5 * j + 1) * 256]);
                     }
                 }
                 assert_eq!(values(r), want, "{}", ty.name());

@@ -35,8 +35,11 @@ use super::simd;
 
 /// The most weight rows a tile covers.
 pub const MAX_ROWS: usize = 4;
-/// The most activation rows a tile covers.
+/// The most activation rows every format's tile covers.
 pub const MAX_COLS: usize = 2;
+/// The most activation rows a tile covers: the formats with AVX-512 tiles take up to
+/// [`VecDot::AVX512_COLS`] on such processors ([`DotKernel::cols`]).
+pub const MAX_WIDE_COLS: usize = 6;
 
 /// A weight format's dot product with its activation format.
 ///
@@ -64,6 +67,21 @@ pub unsafe trait VecDot: Copy + 'static {
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[Self::Rhs]; C]) -> [[f32; C]; R];
 
+    /// The activation rows of this format's AVX-512 tile ([`VecDot::tile_avx512`]), up to
+    /// [`MAX_WIDE_COLS`]; 0 for formats without one.
+    const AVX512_COLS: usize = 0;
+
+    /// `out[r][c] = dot(x[r], y[c])` with AVX-512, for formats whose `AVX512_COLS` is not 0.
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA, F16C and the AVX-512 subsets of
+    /// [`Features::has_avx512`](super::features::Features::has_avx512).
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[Self::Rhs]; C]) -> [[f32; C]; R] {
+        // SAFETY: AVX-512 processors have AVX2, FMA and F16C.
+        unsafe { Self::tile_avx2(x, y) }
+    }
+
     /// `out[r][c] = dot(x[r], y[c])`, on the SIMD path when `simd` is set and the processor
     /// has one.
     fn tile<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[Self::Rhs]; C], simd: bool) -> [[f32; C]; R] {
@@ -74,6 +92,10 @@ pub unsafe trait VecDot: Copy + 'static {
         );
         #[cfg(target_arch = "x86_64")]
         {
+            if simd && Self::AVX512_COLS > 0 && super::features::has_avx512() {
+                // SAFETY: the processor supports AVX2, FMA, F16C and AVX-512 (checked just above).
+                return unsafe { Self::tile_avx512(x, y) };
+            }
             if simd && simd::has_avx2() {
                 // SAFETY: the processor supports AVX2, FMA and F16C (checked just above).
                 return unsafe { Self::tile_avx2(x, y) };
@@ -101,6 +123,15 @@ unsafe impl VecDot for f32 {
 
     fn dot_scalar(x: &[f32], y: &[f32]) -> f32 {
         simd::scalar::dot_f32(x, y)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::FLOAT_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f32]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::f32_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -136,6 +167,15 @@ unsafe impl VecDot for u16 {
     }
 
     #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::FLOAT_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u16]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::f16_tile(x, y) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u16]; C]) -> [[f32; C]; R] {
         if R * C == 1 {
             // SAFETY: the caller vouches for AVX2.
@@ -163,6 +203,15 @@ unsafe impl VecDot for Bf16 {
 
     fn dot_scalar(x: &[Bf16], y: &[Bf16]) -> f32 {
         simd::scalar::dot_bf16(x, y)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::FLOAT_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::bf16_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -239,6 +288,15 @@ unsafe impl VecDot for BlockQ4_0 {
     }
 
     #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::q4_0_tile(x, y) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX2; block indices stay below the common length.
         unsafe {
@@ -272,6 +330,15 @@ unsafe impl VecDot for BlockQ4_1 {
             sum += (bx.d.to_f32() * by.d.to_f32()) * sumi as f32 + bx.m.to_f32() * by.s.to_f32();
         }
         sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::q4_1_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -310,6 +377,15 @@ unsafe impl VecDot for BlockQ5_0 {
             sum += block_sum(level, &by.qs) as f32 * (bx.d.to_f32() * by.d.to_f32());
         }
         sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::q5_0_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -353,6 +429,15 @@ unsafe impl VecDot for BlockQ5_1 {
     }
 
     #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::q5_1_tile(x, y) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
         // SAFETY: as for BlockQ4_0.
         unsafe {
@@ -385,6 +470,15 @@ unsafe impl VecDot for BlockQ8_0 {
             sum += sumi as f32 * (bx.d.to_f32() * by.d.to_f32());
         }
         sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::q8_0_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -495,7 +589,7 @@ pub fn quantize_row_q8_1(x: &[f32], y: &mut [BlockQ8_1]) {
 // The AVX2 building blocks
 
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
+pub(super) mod avx2 {
     use std::arch::x86_64::*;
 
     use crate::cpu::kernels::simd::avx2::{hsum, hsum_i32};
@@ -854,6 +948,7 @@ pub struct DotKernel {
     /// The type activations must be in (`vec_dot_type`).
     pub vec_dot_type: Type,
     tile: TileFn,
+    cols: usize,
 }
 
 impl std::fmt::Debug for DotKernel {
@@ -866,7 +961,9 @@ impl DotKernel {
     /// The kernel for weights of type `ty`, if there is one.
     pub fn for_type(ty: Type) -> Option<DotKernel> {
         fn of<T: VecDot>() -> DotKernel {
-            DotKernel { type_: T::TYPE, vec_dot_type: T::VEC_DOT_TYPE, tile: erased_tile::<T> }
+            let wide = T::AVX512_COLS > 0 && super::features::has_avx512();
+            let cols = if wide { T::AVX512_COLS } else { MAX_COLS };
+            DotKernel { type_: T::TYPE, vec_dot_type: T::VEC_DOT_TYPE, tile: erased_tile::<T>, cols }
         }
         Some(match ty {
             Type::F32 => of::<f32>(),
@@ -877,13 +974,39 @@ impl DotKernel {
             Type::Q5_0 => of::<BlockQ5_0>(),
             Type::Q5_1 => of::<BlockQ5_1>(),
             Type::Q8_0 => of::<BlockQ8_0>(),
+            Type::Q2_K => of::<crate::quants::k_quants::BlockQ2K>(),
+            Type::Q3_K => of::<crate::quants::k_quants::BlockQ3K>(),
+            Type::Q4_K => of::<crate::quants::k_quants::BlockQ4K>(),
+            Type::Q5_K => of::<crate::quants::k_quants::BlockQ5K>(),
+            Type::Q6_K => of::<crate::quants::k_quants::BlockQ6K>(),
+            Type::IQ4_NL => of::<crate::quants::iq4::BlockIq4Nl>(),
+            Type::IQ4_XS => of::<crate::quants::iq4::BlockIq4Xs>(),
+            Type::IQ3_XXS => of::<crate::quants::iq3::BlockIq3Xxs>(),
+            Type::IQ3_S => of::<crate::quants::iq3::BlockIq3S>(),
+            Type::IQ2_XXS => of::<crate::quants::iq2::BlockIq2Xxs>(),
+            Type::IQ2_XS => of::<crate::quants::iq2::BlockIq2Xs>(),
+            Type::IQ2_S => of::<crate::quants::iq2::BlockIq2S>(),
+            Type::IQ1_S => of::<crate::quants::iq1::BlockIq1S>(),
+            Type::IQ1_M => of::<crate::quants::iq1::BlockIq1M>(),
+            Type::TQ1_0 => of::<crate::quants::ternary::BlockTq1_0>(),
+            Type::TQ2_0 => of::<crate::quants::ternary::BlockTq2_0>(),
+            Type::MXFP4 => of::<crate::quants::fp4::BlockMxfp4>(),
+            Type::NVFP4 => of::<crate::quants::fp4::BlockNvfp4>(),
+            Type::Q1_0 => of::<crate::quants::low_bit::BlockQ1_0>(),
+            Type::Q2_0 => of::<crate::quants::low_bit::BlockQ2_0>(),
             _ => return None,
         })
     }
 
+    /// The most activation rows [`DotKernel::tile`] takes: [`MAX_COLS`], or more for the
+    /// formats with AVX-512 tiles on processors that run them.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
     /// `out[r·ys.len() + c] = xs[r] · ys[c]` over `n` values: `xs` are rows of the weight type,
     /// `ys` rows of the activation type, each at least `n` values long; 1 to [`MAX_ROWS`] rows
-    /// and 1 to [`MAX_COLS`] columns. `simd` allows the SIMD path.
+    /// and 1 to [`DotKernel::cols`] columns. `simd` allows the SIMD path.
     pub fn tile(&self, n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32], simd: bool) {
         (self.tile)(n, xs, ys, out, simd);
     }
@@ -933,6 +1056,26 @@ fn erased_tile<T: VecDot>(n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32],
         (2, 2) => run::<T, 2, 2>(units, xs, ys, out, simd),
         (3, 2) => run::<T, 3, 2>(units, xs, ys, out, simd),
         (4, 2) => run::<T, 4, 2>(units, xs, ys, out, simd),
+        // the wider tiles exist only for the formats that use them
+        (r, c) if T::AVX512_COLS > MAX_COLS && c <= T::AVX512_COLS => match (r, c) {
+            (1, 3) => run::<T, 1, 3>(units, xs, ys, out, simd),
+            (2, 3) => run::<T, 2, 3>(units, xs, ys, out, simd),
+            (3, 3) => run::<T, 3, 3>(units, xs, ys, out, simd),
+            (4, 3) => run::<T, 4, 3>(units, xs, ys, out, simd),
+            (1, 4) => run::<T, 1, 4>(units, xs, ys, out, simd),
+            (2, 4) => run::<T, 2, 4>(units, xs, ys, out, simd),
+            (3, 4) => run::<T, 3, 4>(units, xs, ys, out, simd),
+            (4, 4) => run::<T, 4, 4>(units, xs, ys, out, simd),
+            (1, 5) => run::<T, 1, 5>(units, xs, ys, out, simd),
+            (2, 5) => run::<T, 2, 5>(units, xs, ys, out, simd),
+            (3, 5) => run::<T, 3, 5>(units, xs, ys, out, simd),
+            (4, 5) => run::<T, 4, 5>(units, xs, ys, out, simd),
+            (1, 6) => run::<T, 1, 6>(units, xs, ys, out, simd),
+            (2, 6) => run::<T, 2, 6>(units, xs, ys, out, simd),
+            (3, 6) => run::<T, 3, 6>(units, xs, ys, out, simd),
+            (4, 6) => run::<T, 4, 6>(units, xs, ys, out, simd),
+            (r, c) => crate::ggml_abort!("vec_dot: no {}x{} tile", r, c),
+        },
         (r, c) => crate::ggml_abort!("vec_dot: no {}x{} tile", r, c),
     }
 }
@@ -1108,7 +1251,7 @@ mod tests {
     fn erased_kernels_cover_every_tile() {
         let k = DotKernel::for_type(Type::Q8_0).unwrap();
         assert_eq!(k.vec_dot_type, Type::Q8_0);
-        assert!(DotKernel::for_type(Type::Q4_K).is_none());
+        assert!(DotKernel::for_type(Type::Q8_K).is_none());
         let rows: Vec<Vec<BlockQ8_0>> = (0..4).map(|r| q8_0(&values(64, r)).0).collect();
         let bytes: Vec<&[u8]> =
             // SAFETY (test): blocks are plain bytes.

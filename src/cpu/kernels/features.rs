@@ -1,5 +1,9 @@
 //! What this processor can do, asked once and cached: kernels pick their SIMD path from here
 //! at run time, so a default build is fast without `-C target-cpu=native`.
+//!
+//! The AVX-512 matrix tiles ([`has_avx512`]) can be turned off for a process by setting the
+//! environment variable `GGML_RS_NO_AVX512` to anything but empty or `0` (read once, at the
+//! first check), to compare them with the AVX2 tiles on the same machine.
 
 use std::sync::OnceLock;
 
@@ -14,6 +18,8 @@ pub struct Features {
     pub bmi2: bool,
     pub avx512f: bool,
     pub avx512bw: bool,
+    pub avx512vl: bool,
+    pub avx512dq: bool,
     pub avx512vbmi: bool,
     pub avx512vnni: bool,
     pub avx512bf16: bool,
@@ -24,6 +30,12 @@ impl Features {
     /// The x86-64 path the hot kernels use: AVX2 with FMA and F16C.
     pub fn has_avx2_fma(&self) -> bool {
         self.avx2 && self.fma && self.f16c
+    }
+
+    /// The AVX-512 subsets the matrix tiles use (`dot_avx512`): F, BW, VL, DQ and VNNI, on
+    /// top of the AVX2 path. (BF16 is checked on its own.)
+    pub fn has_avx512(&self) -> bool {
+        self.has_avx2_fma() && self.avx512f && self.avx512bw && self.avx512vl && self.avx512dq && self.avx512vnni
     }
 }
 
@@ -39,6 +51,8 @@ fn detect() -> Features {
         bmi2: is_x86_feature_detected!("bmi2"),
         avx512f: is_x86_feature_detected!("avx512f"),
         avx512bw: is_x86_feature_detected!("avx512bw"),
+        avx512vl: is_x86_feature_detected!("avx512vl"),
+        avx512dq: is_x86_feature_detected!("avx512dq"),
         avx512vbmi: is_x86_feature_detected!("avx512vbmi"),
         avx512vnni: is_x86_feature_detected!("avx512vnni"),
         avx512bf16: is_x86_feature_detected!("avx512bf16"),
@@ -57,10 +71,36 @@ pub fn features() -> &'static Features {
     FEATURES.get_or_init(detect)
 }
 
+/// Whether `GGML_RS_NO_AVX512` asks for the AVX-512 tiles to stay off.
+fn avx512_vetoed(value: Option<&str>) -> bool {
+    value.is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Whether the AVX-512 matrix tiles may run: the processor has them
+/// ([`Features::has_avx512`]) and `GGML_RS_NO_AVX512` does not veto them.
+pub fn has_avx512() -> bool {
+    static ALLOWED: OnceLock<bool> = OnceLock::new();
+    *ALLOWED
+        .get_or_init(|| features().has_avx512() && !avx512_vetoed(std::env::var("GGML_RS_NO_AVX512").ok().as_deref()))
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn detection_is_stable() {
-        assert_eq!(super::features(), super::features());
+        assert_eq!(features(), features());
+        assert_eq!(has_avx512(), has_avx512());
+        assert!(!has_avx512() || features().has_avx2_fma());
+    }
+
+    #[test]
+    fn the_veto_takes_any_value_but_empty_and_zero() {
+        assert!(!avx512_vetoed(None));
+        assert!(!avx512_vetoed(Some("")));
+        assert!(!avx512_vetoed(Some("0")));
+        assert!(avx512_vetoed(Some("1")));
+        assert!(avx512_vetoed(Some("yes")));
     }
 }

@@ -24,17 +24,16 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::dot::{self, DotKernel, MAX_COLS, MAX_ROWS};
-use super::simd;
+use super::dot::{self, DotKernel, MAX_ROWS, MAX_WIDE_COLS};
+use super::{copy, simd};
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::cpu::plan::CACHE_LINE_SIZE;
+use crate::quants::blocks_mut;
 use crate::quants::half::Bf16;
-use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
-use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
+use crate::quants::k_quants::{BlockQ8K, quantize_row_q8_k};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
-use crate::quants::{BlockFormat, blocks, blocks_mut, dequantize_row};
 
 /// Rows and columns of the result walked together inside a chunk (a cache block).
 const BLOCK_ROWS: i64 = 16;
@@ -134,6 +133,8 @@ fn convert_span(src1: &Tensor, to: Type, idx: (i64, i64, i64), start: usize, n: 
                 Type::Q8_0 => dot::scalar::quantize_row_q8_0(x, blocks_mut::<BlockQ8_0>(out)),
                 Type::Q8_1 if simd => dot::quantize_row_q8_1(x, blocks_mut::<BlockQ8_1>(out)),
                 Type::Q8_1 => dot::scalar::quantize_row_q8_1(x, blocks_mut::<BlockQ8_1>(out)),
+                // ggml's CPU backend uses the reference quantizer for q8_K on every path
+                Type::Q8_K => quantize_row_q8_k(x, blocks_mut::<BlockQ8K>(out)),
                 _ => crate::ggml_abort!("matmul: cannot convert f32 activations to {}", to.name()),
             }
         }
@@ -245,12 +246,12 @@ impl<'a> Product<'a> {
     /// starts at byte `w_offset`.
     fn run(&self, w_offset: usize, rows: std::ops::Range<i64>, cols: &[Column]) {
         let row_bytes = self.w.type_.row_size(self.n as i64);
-        for group in cols.chunks(MAX_COLS) {
-            let mut acts: [&[u8]; MAX_COLS] = [&[]; MAX_COLS];
+        for group in cols.chunks(self.kernel.cols()) {
+            let mut acts: [&[u8]; MAX_WIDE_COLS] = [&[]; MAX_WIDE_COLS];
             for (a, c) in acts.iter_mut().zip(group) {
                 *a = c.act;
             }
-            let mut out = [0.0f32; MAX_ROWS * MAX_COLS];
+            let mut out = [0.0f32; MAX_ROWS * MAX_WIDE_COLS];
             let mut ir = rows.start;
             while ir < rows.end {
                 let nr = ((rows.end - ir) as usize).min(MAX_ROWS);
@@ -322,8 +323,7 @@ pub fn out_prod_supports(node: &Tensor) -> bool {
     let (Some(src0), Some(src1)) = (unsafe { node.src[0].as_ref() }, unsafe { node.src[1].as_ref() }) else {
         return false;
     };
-    let weights =
-        matches!(src0.type_, Type::F32 | Type::F16 | Type::Q4_0 | Type::Q4_1 | Type::Q5_0 | Type::Q5_1 | Type::Q8_0);
+    let weights = matches!(src0.type_, Type::F32 | Type::F16) || copy::is_dequantizable(src0.type_);
     weights
         && src0.nb[0] == src0.type_.type_size()
         && src1.type_ == Type::F32
@@ -625,28 +625,20 @@ pub fn out_prod_work_size(node: &Tensor, n_tasks: usize) -> usize {
     if src0.type_ == Type::F16 || src0.type_.is_quantized() { 4 * src0.ne[0] as usize * n_tasks } else { 0 }
 }
 
-/// Expands a weight row of `ty` into `out`.
+/// Expands a weight row of `ty` (F16 or any format the CPU kernels dequantize) into `out`.
 fn expand_row(ty: Type, bytes: &[u8], out: &mut [f32], simd: bool) {
-    fn typed<B: BlockFormat>(bytes: &[u8], out: &mut [f32]) {
-        let b = blocks::<B>(bytes);
-        dequantize_row(b, &mut out[..b.len() * B::QK]);
-    }
-    match ty {
-        Type::F16 => {
-            let h: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
-            if simd { simd::fp16_to_f32_row(&h, out) } else { simd::scalar::fp16_to_f32_row(&h, out) }
-        }
-        Type::Q4_0 => typed::<BlockQ4_0>(bytes, out),
-        Type::Q4_1 => typed::<BlockQ4_1>(bytes, out),
-        Type::Q5_0 => typed::<BlockQ5_0>(bytes, out),
-        Type::Q5_1 => typed::<BlockQ5_1>(bytes, out),
-        Type::Q8_0 => typed::<BlockQ8_0>(bytes, out),
-        _ => crate::ggml_abort!("out_prod: no expansion for {} weights", ty.name()),
+    if ty == Type::F16 {
+        let h: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+        if simd { simd::fp16_to_f32_row(&h, out) } else { simd::scalar::fp16_to_f32_row(&h, out) }
+    } else {
+        let n = bytes.len() / ty.type_size() * ty.blck_size() as usize;
+        // SAFETY: `bytes` is one whole row of `ty`, `n` values long, read only.
+        unsafe { copy::dequantize_row_from(ty, bytes.as_ptr(), &mut out[..n]) }
     }
 }
 
 /// `ggml_compute_forward_out_prod`: `dst[i0, i1, i2, i3] = Σ_k src0[i0, k, i2/r2, i3/r3] ·
-/// src1[i1, k, i2, i3]`, `src0` F32, F16, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 with packed rows,
+/// src1[i1, k, i2, i3]`, `src0` F32, F16 or a quantized format with packed rows,
 /// `src1` F32 with any strides, result F32. Each thread owns a range of result rows: it
 /// clears them and accumulates into them.
 pub fn out_prod(params: &ComputeParams, dst: TensorPtr) {
@@ -752,7 +744,6 @@ mod tests {
     use crate::cpu::compute::compute;
     use crate::cpu::plan::{OpTable, plan};
     use crate::quants::half::{bf16_to_fp32, fp16_to_fp32, fp32_to_bf16, fp32_to_fp16};
-    use crate::quants::quantize_row;
 
     fn ctx() -> Box<Context> {
         Context::new(InitParams { mem_size: 64 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: false })
@@ -777,13 +768,6 @@ mod tests {
         let x: Vec<f32> = (0..n).map(|_| rng.uniform()).collect();
         // SAFETY: the tensor is allocated and contiguous: nbytes bytes at data.
         let bytes = unsafe { std::slice::from_raw_parts_mut(t.data.cast::<u8>(), t.nbytes()) };
-        fn quant<B: BlockFormat>(x: &[f32], bytes: &mut [u8]) -> Vec<f64> {
-            let b = blocks_mut::<B>(bytes);
-            quantize_row(x, b);
-            let mut y = vec![0.0; x.len()];
-            dequantize_row(b, &mut y);
-            y.iter().map(|&v| f64::from(v)).collect()
-        }
         match t.type_ {
             Type::F32 => {
                 typed_mut::<f32>(bytes).copy_from_slice(&x);
@@ -809,11 +793,15 @@ mod tests {
                     })
                     .collect()
             }
-            Type::Q4_0 => quant::<BlockQ4_0>(&x, bytes),
-            Type::Q4_1 => quant::<BlockQ4_1>(&x, bytes),
-            Type::Q5_0 => quant::<BlockQ5_0>(&x, bytes),
-            Type::Q5_1 => quant::<BlockQ5_1>(&x, bytes),
-            Type::Q8_0 => quant::<BlockQ8_0>(&x, bytes),
+            ty if copy::is_dequantizable(ty) => {
+                let mut y = vec![0.0; n];
+                // SAFETY: `bytes` is the whole tensor: the row of `n` values of its type.
+                unsafe {
+                    copy::quantize_row_into(ty, &x, bytes.as_mut_ptr());
+                    copy::dequantize_row_from(ty, bytes.as_ptr(), &mut y);
+                }
+                y.iter().map(|&v| f64::from(v)).collect()
+            }
             other => panic!("cannot fill {}", other.name()),
         }
     }
@@ -1075,10 +1063,10 @@ mod tests {
 
     #[test]
     fn out_prod_of_each_weight_kind() {
-        for ty in [Type::F32, Type::F16, Type::Q4_0, Type::Q5_1, Type::Q8_0] {
+        for ty in [Type::F32, Type::F16, Type::Q4_0, Type::Q5_1, Type::Q8_0, Type::Q4_K, Type::IQ4_NL, Type::MXFP4] {
             for threads in [1, 3] {
                 for use_ref in [false, true] {
-                    let (m, kk, n) = (if ty.is_quantized() { 64 } else { 19 }, 6, 5);
+                    let (m, kk, n) = (if ty.is_quantized() { 256 } else { 19 }, 6, 5);
                     let bcast = if ty == Type::F32 { 2 } else { 1 };
                     let mut c = ctx();
                     let mut rng = Rng(7);
@@ -1121,7 +1109,8 @@ mod tests {
         assert!(!mul_mat_supports(&ops::mul_mat(&mut c, q, f16)));
         assert!(mul_mat_supports(&ops::mul_mat(&mut c, f32, f16)));
         assert!(mul_mat_supports(&ops::mul_mat(&mut c, f16, f16)));
-        assert!(!mul_mat_supports(&ops::mul_mat(&mut c, k4, k4b)));
+        // K-quants take F32 activations, converted to Q8_K
+        assert!(mul_mat_supports(&ops::mul_mat(&mut c, k4, k4b)));
         let a = c.new_tensor(Type::Q8_0, &[64, 5]);
         let b = c.new_tensor(Type::F32, &[7, 5]);
         assert!(out_prod_supports(&ops::out_prod(&mut c, a, b)));
@@ -1156,28 +1145,41 @@ mod tests {
 #[cfg(test)]
 mod bench {
     use super::tests_support::*;
+    use crate::core::types::Type;
 
     /// Throughput of mul_mat on one thread: 4096×4096 weights (F32 and Q4_0) times 1 and 64
     /// columns. Run with `cargo test --release --lib matmul::bench -- --ignored --nocapture`.
+    /// `MM_BENCH=TYPES:COLS[:K]` picks the cases instead, SIMD path only (for profiling and
+    /// for comparing tiles, e.g. `MM_BENCH=f16,q4_0:1,512:14336`, then again with
+    /// `GGML_RS_NO_AVX512=1`).
     #[test]
     #[ignore]
     fn mul_mat_gflops() {
-        for ty in [crate::core::types::Type::F32, crate::core::types::Type::Q4_0] {
-            for cols in [1, 64] {
-                for use_ref in [false, true] {
-                    // MM_BENCH=q4_0:64 picks one case (for profiling)
-                    let case = format!("{}:{cols}", ty.name());
-                    if std::env::var("MM_BENCH").is_ok_and(|only| only != case || use_ref) {
-                        continue;
+        let all = [Type::F32, Type::F16, Type::BF16, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0];
+        let mut cases = vec![];
+        match std::env::var("MM_BENCH") {
+            Ok(spec) => {
+                let parts: Vec<&str> = spec.split(':').collect();
+                let k = parts.get(2).map_or(4096, |k| k.parse().expect("K"));
+                for name in parts[0].split(',') {
+                    let ty = *all.iter().find(|t| t.name() == name).expect("a type with a tile");
+                    for cols in parts.get(1).unwrap_or(&"1").split(',') {
+                        cases.push((ty, cols.parse().expect("COLS"), k, false));
                     }
-                    let (wall, cpu) = measure(ty, 4096, 4096, cols, use_ref);
-                    let path = if use_ref { "scalar" } else { "simd" };
-                    println!(
-                        "mul_mat {} 4096x4096 x {cols:>2} ({path}): {wall:.3} GFLOPS ({cpu:.3} per CPU second)",
-                        ty.name()
-                    );
                 }
             }
+            Err(_) => {
+                for ty in [Type::F32, Type::Q4_0] {
+                    for cols in [1, 64] {
+                        cases.extend([(ty, cols, 4096, false), (ty, cols, 4096, true)]);
+                    }
+                }
+            }
+        }
+        for (ty, cols, k, use_ref) in cases {
+            let (wall, cpu) = measure(ty, k, 4096, cols, use_ref);
+            let path = if use_ref { "scalar" } else { "simd" };
+            println!("mul_mat {} {k}x4096 x {cols:>3} ({path}): {wall:.3} GFLOPS ({cpu:.3} per CPU second)", ty.name());
         }
     }
 }
@@ -1191,7 +1193,7 @@ mod tests_support {
     use crate::core::ops::matmul as ops;
     use crate::cpu::compute::compute;
     use crate::cpu::plan::{OpTable, plan};
-    use crate::quants::half::fp32_to_fp16;
+    use crate::quants::half::{fp32_to_bf16, fp32_to_fp16};
 
     struct MulMatOps;
 
@@ -1215,11 +1217,13 @@ mod tests_support {
                 std::slice::from_raw_parts_mut(b.data.cast::<f32>(), (k * n) as usize),
             )
         };
+        let weight = |i: usize| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5;
         if ty == Type::F32 {
-            typed_mut::<f32>(wa)
-                .iter_mut()
-                .enumerate()
-                .for_each(|(i, v)| *v = ((i * 7919) % 1000) as f32 / 1000.0 - 0.5);
+            typed_mut::<f32>(wa).iter_mut().enumerate().for_each(|(i, v)| *v = weight(i));
+        } else if ty == Type::F16 {
+            typed_mut::<u16>(wa).iter_mut().enumerate().for_each(|(i, v)| *v = fp32_to_fp16(weight(i)));
+        } else if ty == Type::BF16 {
+            typed_mut::<Bf16>(wa).iter_mut().enumerate().for_each(|(i, v)| *v = fp32_to_bf16(weight(i)));
         } else {
             let unit = ty.type_size();
             let scale = fp32_to_fp16(0.01).to_le_bytes();

@@ -402,19 +402,20 @@ pub fn lightning_indexer(params: &ComputeParams, dst: TensorPtr) {
     let simd = use_simd(params);
     let mut k_row = vec![0.0f32; n_embd];
     let keys = split(k.ne[2] as usize, params.ith, params.nth);
+    // Each key row is converted once and scored against every token.
     for s in 0..n_stream {
-        for t in 0..n_tokens {
-            for ik in keys.clone() {
-                let ik = ik as i64;
-                let k_ptr = k.data.cast::<u8>().wrapping_add(at(&k, 0, 0, ik, s));
-                // SAFETY: key row (ik, s) holds `n_embd` elements of k's type; the converter
-                // reads exactly that and writes `n_embd` floats.
-                unsafe {
-                    match to_float {
-                        Some(f) => f(k_ptr.cast(), k_row.as_mut_ptr(), n_embd as i64),
-                        None => std::ptr::copy_nonoverlapping(k_ptr.cast::<f32>(), k_row.as_mut_ptr(), n_embd),
-                    }
+        for ik in keys.clone() {
+            let ik = ik as i64;
+            let k_ptr = k.data.cast::<u8>().wrapping_add(at(&k, 0, 0, ik, s));
+            // SAFETY: key row (ik, s) holds `n_embd` elements of k's type; the converter
+            // reads exactly that and writes `n_embd` floats.
+            unsafe {
+                match to_float {
+                    Some(f) => f(k_ptr.cast(), k_row.as_mut_ptr(), n_embd as i64),
+                    None => std::ptr::copy_nonoverlapping(k_ptr.cast::<f32>(), k_row.as_mut_ptr(), n_embd),
                 }
+            }
+            for t in 0..n_tokens {
                 let mut score = 0.0f32;
                 for h in 0..n_head {
                     // SAFETY: query row (h, t, s) holds `n_embd` packed floats.

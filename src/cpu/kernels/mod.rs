@@ -10,6 +10,11 @@ pub mod conv;
 pub mod copy;
 pub mod custom;
 pub mod dot;
+#[cfg(target_arch = "x86_64")]
+pub mod dot_avx512;
+pub mod dot_iq;
+pub mod dot_k;
+pub mod dot_small;
 pub mod features;
 pub mod loss;
 pub mod matmul;

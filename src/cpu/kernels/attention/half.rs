@@ -1,0 +1,662 @@
+//! Arithmetic on binary16 rows the way ggml does it when built for the processor it runs on
+//! (`-march=native`): `ggml_vec_dot_f16` for F16 keys, `ggml_vec_mad_f16` and
+//! `ggml_vec_scale_f16` for the binary16 accumulator of F16 values.
+//!
+//! The rounding of these is what flash attention's small-batch results are made of, and it
+//! depends on the instruction set ggml was compiled for:
+//!
+//! * AVX512-FP16 ([`HalfMath::Fp16`]): whole blocks of 128 values are computed in binary16
+//!   itself. A dot product keeps four 32-lane binary16 accumulators of fused multiply-adds
+//!   (so every partial sum is rounded to binary16) and adds them up in a fixed tree; `mad`
+//!   and `scale` first round the factor to binary16, then fuse or multiply in binary16. The
+//!   rest of a row (below a multiple of 128) goes element by element: products summed in
+//!   `f64` for the dot product, `f32` arithmetic rounded to binary16 for `mad` and `scale`.
+//! * Otherwise ([`HalfMath::Lanes`], F16C): values are widened to `f32`; a dot product keeps
+//!   four 8-lane `f32` accumulators over blocks of 32 values (the rest in `f64`), `mad` is one
+//!   `f32` fused multiply-add and `scale` one `f32` product per element, rounded to binary16.
+//!
+//! Each operation has a scalar model and a SIMD version, bit for bit the same; the SIMD
+//! version is taken when asked for and the processor has it.
+
+#[cfg(target_arch = "x86_64")]
+use crate::cpu::kernels::features::features;
+use crate::quants::half::{fp16_to_fp32, fp32_to_fp16};
+
+/// Values per block computed in binary16 arithmetic under AVX512-FP16 (`GGML_F16_STEP`).
+const FP16_BLOCK: usize = 128;
+/// Lanes of one AVX512-FP16 register.
+const FP16_LANES: usize = 32;
+/// Values per block of the `f32`-lane dot product (`GGML_F16_STEP` with F16C).
+const LANES_BLOCK: usize = 32;
+/// Lanes of one AVX register.
+const LANES: usize = 8;
+
+/// How binary16 rows are computed (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum HalfMath {
+    /// Blocks of 128 values in binary16 arithmetic (AVX512-FP16).
+    Fp16,
+    /// Widened to `f32` lanes (F16C, and the scalar build).
+    Lanes,
+}
+
+impl HalfMath {
+    /// What ggml built for this processor does.
+    pub(super) fn native() -> HalfMath {
+        if fp16_hardware() { HalfMath::Fp16 } else { HalfMath::Lanes }
+    }
+
+    /// Where the SIMD blocks of an `n`-value dot product end; the rest is summed in `f64`, one
+    /// product at a time.
+    fn dot_blocks_end(self, n: usize) -> usize {
+        match self {
+            HalfMath::Fp16 => n - n % FP16_BLOCK,
+            HalfMath::Lanes => n - n % LANES_BLOCK,
+        }
+    }
+
+    /// Where the binary16 blocks of an `n`-value `mad` or `scale` end (`Fp16`); the lane
+    /// formulas apply from there on.
+    fn fp16_blocks_end(self, n: usize) -> usize {
+        match self {
+            HalfMath::Fp16 => n - n % FP16_BLOCK,
+            HalfMath::Lanes => 0,
+        }
+    }
+}
+
+/// Binary16 row arithmetic of one kind, on its SIMD version or on its scalar model (bit for
+/// bit the same).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Half {
+    pub math: HalfMath,
+    simd: bool,
+}
+
+impl Half {
+    /// `math` on the SIMD version when `simd` asks for it and the processor has it.
+    pub(super) fn new(math: HalfMath, simd: bool) -> Half {
+        let here = crate::cpu::kernels::simd::has_avx2() && (math == HalfMath::Lanes || fp16_hardware());
+        Half { math, simd: simd && here }
+    }
+
+    /// `Σ x[i]·y[i]` of two binary16 rows of the same length (one row of
+    /// [`Half::dot_rows`]).
+    #[cfg(test)]
+    pub(super) fn dot(self, x: &[u16], y: &[u16]) -> f32 {
+        crate::ggml_assert!(x.len() == y.len(), "vec_dot_f16: rows of different lengths");
+        let split = self.math.dot_blocks_end(x.len());
+        let start = self.dot_blocks(&x[..split], &y[..split]);
+        dot_tail(start, &x[split..], &y[split..])
+    }
+
+    /// The SIMD blocks of a dot product, reduced as ggml reduces them (0 for no blocks).
+    fn dot_blocks(self, x: &[u16], y: &[u16]) -> f64 {
+        if x.is_empty() {
+            return 0.0;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if self.simd {
+            // SAFETY: the processor has what each version needs (`Half::new`); the rows are
+            // whole blocks of the same length.
+            return unsafe {
+                match self.math {
+                    HalfMath::Fp16 => avx512::dot_blocks(x, y),
+                    HalfMath::Lanes => avx2::dot_blocks(x, y),
+                }
+            };
+        }
+        match self.math {
+            HalfMath::Fp16 => model::dot_blocks_fp16(x, y),
+            HalfMath::Lanes => model::dot_blocks_lanes(x, y),
+        }
+    }
+
+    /// `out[r] = dot(key, queries[r])` for up to [`GROUP`] query rows, bit for bit as
+    /// [`Half::dot`], with the products beyond the blocks summed for all rows at once (the
+    /// rows' `f64` chains interleaved). `tails` holds the queries' last values
+    /// ([`Half::query_tails`]).
+    pub(super) fn dot_rows(self, key: &[u16], queries: &[&[u16]], tails: &QueryTails, out: &mut [f32]) {
+        let n = key.len();
+        let split = self.math.dot_blocks_end(n);
+        crate::ggml_assert!(
+            queries.len() <= GROUP && out.len() >= queries.len() && tails.len == n - split,
+            "vec_dot_f16: bad row group"
+        );
+        let mut sums = [0.0f64; GROUP];
+        for (s, q) in sums.iter_mut().zip(queries) {
+            crate::ggml_assert!(q.len() == n, "vec_dot_f16: rows of different lengths");
+            *s = self.dot_blocks(&key[..split], &q[..split]);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if self.simd {
+            if split < n {
+                // SAFETY: AVX2, FMA and F16C are present (`Half::new`); the tail is shorter
+                // than a block (`QueryTails`).
+                unsafe { avx2::tail_rows(&mut sums, &key[split..], tails) };
+            }
+            for (o, s) in out.iter_mut().zip(&sums[..queries.len()]) {
+                *o = *s as f32;
+            }
+            return;
+        }
+        for ((o, s), q) in out.iter_mut().zip(sums).zip(queries) {
+            *o = dot_tail(s, &key[split..], &q[split..]);
+        }
+    }
+
+    /// The values of up to [`GROUP`] query rows that [`Half::dot_rows`] sums one product at a
+    /// time, widened to `f32` and transposed.
+    pub(super) fn query_tails(self, queries: &[&[u16]]) -> QueryTails {
+        let mut tails = QueryTails { len: 0, values: [[0.0; GROUP]; FP16_BLOCK] };
+        if let Some(first) = queries.first() {
+            let split = self.math.dot_blocks_end(first.len());
+            tails.len = first.len() - split;
+            for (r, q) in queries.iter().enumerate().take(GROUP) {
+                for (row, &h) in tails.values.iter_mut().zip(&q[split..]) {
+                    row[r] = fp16_to_fp32(h);
+                }
+            }
+        }
+        tails
+    }
+
+    /// `y[i] += x[i]·v`, `y` a binary16 accumulator.
+    pub(super) fn mad(self, y: &mut [u16], x: &[u16], v: f32) {
+        crate::ggml_assert!(x.len() >= y.len(), "vec_mad_f16: source row too short");
+        let split = self.math.fp16_blocks_end(y.len());
+        let (head, tail) = y.split_at_mut(split);
+        let (x_head, x_tail) = x[..split + tail.len()].split_at(split);
+        #[cfg(target_arch = "x86_64")]
+        if self.simd {
+            // SAFETY: the processor has what each version needs (`Half::new`); `head` is a
+            // whole number of blocks.
+            unsafe {
+                if !head.is_empty() {
+                    avx512::mad(head, x_head, fp32_to_fp16(v));
+                }
+                if !tail.is_empty() {
+                    avx2::mad(tail, x_tail, v);
+                }
+            }
+            return;
+        }
+        model::mad_fp16(head, x_head, fp32_to_fp16(v));
+        model::mad_lanes(tail, x_tail, v);
+    }
+
+    /// `y[i] *= v`, `y` a binary16 accumulator.
+    pub(super) fn scale(self, y: &mut [u16], v: f32) {
+        let split = self.math.fp16_blocks_end(y.len());
+        let (head, tail) = y.split_at_mut(split);
+        #[cfg(target_arch = "x86_64")]
+        if self.simd {
+            // SAFETY: as in `mad`.
+            unsafe {
+                if !head.is_empty() {
+                    avx512::scale(head, fp32_to_fp16(v));
+                }
+                if !tail.is_empty() {
+                    avx2::scale(tail, v);
+                }
+            }
+            return;
+        }
+        model::scale_fp16(head, fp32_to_fp16(v));
+        model::scale_lanes(tail, v);
+    }
+}
+
+/// The most query rows [`Half::dot_rows`] takes at once.
+pub(super) const GROUP: usize = 8;
+
+/// Query values summed one product at a time (fewer than a block per row), as `f32`:
+/// `values[i][r]` is value `i` of the tail of query `r`.
+pub(super) struct QueryTails {
+    len: usize,
+    values: [[f32; GROUP]; FP16_BLOCK],
+}
+
+/// Whether this processor computes in binary16 (AVX512-FP16, with the AVX-512 subsets the
+/// SIMD version uses).
+fn fp16_hardware() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let f = features();
+        f.avx512f
+            && f.avx512bw
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512fp16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The tail of a dot product: `start + Σ x[i]·y[i]`, each product exact in `f32`, summed in
+/// `f64`.
+fn dot_tail(start: f64, x: &[u16], y: &[u16]) -> f32 {
+    x.iter().zip(y).fold(start, |s, (&a, &b)| s + f64::from(fp16_to_fp32(a) * fp16_to_fp32(b))) as f32
+}
+
+/// Scalar models of both kinds of arithmetic, bit for bit what the SIMD versions compute.
+pub(super) mod model {
+    use super::*;
+
+    /// Rounds to binary16, to nearest even, through `f32` rounded to odd: `f32` has more
+    /// than twice binary16's precision plus two bits, so the second rounding is exact.
+    pub(in super::super) fn f64_to_fp16(x: f64) -> u16 {
+        let near = x as f32;
+        if x.is_nan() || near.is_infinite() || f64::from(near) == x || near.to_bits() & 1 == 1 {
+            return fp32_to_fp16(near);
+        }
+        // the neighbour of `near` on the side of `x`, whose last bit is odd
+        let odd = if f64::from(near).abs() < x.abs() { near.to_bits() + 1 } else { near.to_bits() - 1 };
+        fp32_to_fp16(f32::from_bits(odd))
+    }
+
+    /// `a·b + c` rounded once to binary16. The product of two binary16 values is exact in
+    /// `f64`, so the sum is rounded once, to `f64`; rounding that to binary16 is exact too
+    /// whenever the result is in binary16's range: a sum that `f64` cannot hold has a term
+    /// below 2^-31 of the other, too small to move it onto a binary16 halfway point.
+    pub(in super::super) fn fma16(a: u16, b: u16, c: u16) -> u16 {
+        let (a, b, c) = (fp16_to_fp32(a), fp16_to_fp32(b), fp16_to_fp32(c));
+        f64_to_fp16(f64::from(a) * f64::from(b) + f64::from(c))
+    }
+
+    /// `a + b` in binary16 (the `f32` sum rounds exactly to binary16, the precision being
+    /// more than twice binary16's plus two bits).
+    pub(in super::super) fn add16(a: u16, b: u16) -> u16 {
+        fp32_to_fp16(fp16_to_fp32(a) + fp16_to_fp32(b))
+    }
+
+    /// The binary16 blocks of a dot product (whole blocks of 128 values).
+    pub(in super::super) fn dot_blocks_fp16(x: &[u16], y: &[u16]) -> f64 {
+        let mut acc = [[0u16; FP16_LANES]; 4];
+        for (xb, yb) in x.chunks_exact(FP16_BLOCK).zip(y.chunks_exact(FP16_BLOCK)) {
+            for (j, a) in acc.iter_mut().enumerate() {
+                for (l, s) in a.iter_mut().enumerate() {
+                    let i = FP16_LANES * j + l;
+                    *s = fma16(xb[i], yb[i], *s);
+                }
+            }
+        }
+        // ggml's reduction: accumulators 0+2 and 1+3, then their sum; the register's halves,
+        // quarters and eighths; the last four lanes as (0+2) + (1+3)
+        let v: [u16; 32] = std::array::from_fn(|l| add16(add16(acc[0][l], acc[2][l]), add16(acc[1][l], acc[3][l])));
+        let h: [u16; 16] = std::array::from_fn(|l| add16(v[l], v[l + 16]));
+        let q: [u16; 8] = std::array::from_fn(|l| add16(h[l], h[l + 8]));
+        let p: [u16; 4] = std::array::from_fn(|l| add16(q[l], q[l + 4]));
+        f64::from(fp16_to_fp32(add16(add16(p[0], p[2]), add16(p[1], p[3]))))
+    }
+
+    /// The `f32`-lane blocks of a dot product (whole blocks of 32 values).
+    pub(in super::super) fn dot_blocks_lanes(x: &[u16], y: &[u16]) -> f64 {
+        let mut acc = [[0.0f32; LANES]; 4];
+        for (xb, yb) in x.chunks_exact(LANES_BLOCK).zip(y.chunks_exact(LANES_BLOCK)) {
+            for (j, a) in acc.iter_mut().enumerate() {
+                for (l, s) in a.iter_mut().enumerate() {
+                    let i = LANES * j + l;
+                    // the product is exact, so the fused multiply-add is this one rounding
+                    *s += fp16_to_fp32(xb[i]) * fp16_to_fp32(yb[i]);
+                }
+            }
+        }
+        // accumulators 0+2 and 1+3, their sum, the halves, then two horizontal adds
+        let v: [f32; 8] = std::array::from_fn(|l| (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]));
+        let t: [f32; 4] = std::array::from_fn(|l| v[l] + v[l + 4]);
+        f64::from((t[0] + t[1]) + (t[2] + t[3]))
+    }
+
+    pub(in super::super) fn mad_fp16(y: &mut [u16], x: &[u16], v: u16) {
+        for (a, &b) in y.iter_mut().zip(x) {
+            *a = fma16(b, v, *a);
+        }
+    }
+
+    pub(in super::super) fn mad_lanes(y: &mut [u16], x: &[u16], v: f32) {
+        for (a, &b) in y.iter_mut().zip(x) {
+            *a = fp32_to_fp16(fp16_to_fp32(b).mul_add(v, fp16_to_fp32(*a)));
+        }
+    }
+
+    pub(in super::super) fn scale_fp16(y: &mut [u16], v: u16) {
+        // the product of two binary16 values is exact in f32
+        let v = fp16_to_fp32(v);
+        for a in y {
+            *a = fp32_to_fp16(fp16_to_fp32(*a) * v);
+        }
+    }
+
+    pub(in super::super) fn scale_lanes(y: &mut [u16], v: f32) {
+        for a in y {
+            *a = fp32_to_fp16(fp16_to_fp32(*a) * v);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{GROUP, LANES, LANES_BLOCK, QueryTails};
+    use crate::cpu::kernels::simd::avx2::load_f16;
+    use crate::quants::half::{fp16_to_fp32, fp32_to_fp16};
+
+    /// 8 `f32` rounded to binary16 (to nearest even) and stored at `p`.
+    ///
+    /// # Safety
+    /// `p` is valid for writing 8 `u16`; the processor supports AVX2, FMA and F16C.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn store_f16(p: *mut u16, v: __m256) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm_storeu_si128(p.cast(), _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)) };
+    }
+
+    /// [`super::model::dot_blocks_lanes`].
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C; the rows are whole blocks of the same
+    /// length.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn dot_blocks(x: &[u16], y: &[u16]) -> f64 {
+        let mut acc = [_mm256_setzero_ps(); 4];
+        for i in (0..x.len() - x.len() % LANES_BLOCK).step_by(LANES_BLOCK) {
+            for (j, a) in acc.iter_mut().enumerate() {
+                // SAFETY: i + 8j + 8 <= the length of both rows.
+                let (xv, yv) =
+                    unsafe { (load_f16(x.as_ptr().add(i + LANES * j)), load_f16(y.as_ptr().add(i + LANES * j))) };
+                *a = _mm256_fmadd_ps(xv, yv, *a);
+            }
+        }
+        let v = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+        let t = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let t = _mm_hadd_ps(t, t);
+        f64::from(_mm_cvtss_f32(_mm_hadd_ps(t, t)))
+    }
+
+    /// The tails of [`super::Half::dot_rows`]: `sums[r] += Σ_i key[i]·tails[i][r]` in order
+    /// of `i`, each product exact in `f32` and added in `f64`, the eight rows' chains side by
+    /// side.
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn tail_rows(sums: &mut [f64; GROUP], key: &[u16], tails: &QueryTails) {
+        let n = key.len().min(tails.len);
+        // SAFETY: `sums` holds 8 f64.
+        let (mut lo, mut hi) = unsafe { (_mm256_loadu_pd(sums.as_ptr()), _mm256_loadu_pd(sums.as_ptr().add(4))) };
+        for (&h, q) in key[..n].iter().zip(&tails.values) {
+            let kx = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h))));
+            // SAFETY: a row of the tails holds 8 f32.
+            let p = _mm256_mul_ps(_mm256_set1_ps(kx), unsafe { _mm256_loadu_ps(q.as_ptr()) });
+            lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(p)));
+            hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(p)));
+        }
+        // SAFETY: as for the loads.
+        unsafe {
+            _mm256_storeu_pd(sums.as_mut_ptr(), lo);
+            _mm256_storeu_pd(sums.as_mut_ptr().add(4), hi);
+        }
+    }
+
+    /// [`super::model::mad_lanes`].
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C; `x` is at least as long as `y`.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn mad(y: &mut [u16], x: &[u16], v: f32) {
+        let n = y.len();
+        let vv = _mm256_set1_ps(v);
+        let (px, py) = (x.as_ptr(), y.as_mut_ptr());
+        let mut i = 0;
+        while i + LANES <= n {
+            // SAFETY: i + 8 <= n, inside both rows.
+            unsafe { store_f16(py.add(i), _mm256_fmadd_ps(load_f16(px.add(i)), vv, load_f16(py.add(i)))) };
+            i += LANES;
+        }
+        for (a, &b) in y[i..].iter_mut().zip(&x[i..n]) {
+            *a = fp32_to_fp16(fp16_to_fp32(b).mul_add(v, fp16_to_fp32(*a)));
+        }
+    }
+
+    /// [`super::model::scale_lanes`].
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn scale(y: &mut [u16], v: f32) {
+        let n = y.len();
+        let vv = _mm256_set1_ps(v);
+        let py = y.as_mut_ptr();
+        let mut i = 0;
+        while i + LANES <= n {
+            // SAFETY: i + 8 <= n, inside the row.
+            unsafe { store_f16(py.add(i), _mm256_mul_ps(load_f16(py.add(i)), vv)) };
+            i += LANES;
+        }
+        for a in &mut y[i..] {
+            *a = fp32_to_fp16(fp16_to_fp32(*a) * v);
+        }
+    }
+}
+
+/// The binary16 blocks under AVX512-FP16. Rust has no stable binary16 intrinsics, so the
+/// arithmetic is written as the instructions themselves.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::asm;
+    use std::arch::x86_64::*;
+
+    use super::{FP16_BLOCK, FP16_LANES};
+    use crate::quants::half::fp16_to_fp32;
+
+    /// [`super::model::dot_blocks_fp16`].
+    ///
+    /// # Safety
+    /// The processor supports AVX512F, AVX512BW, AVX512VL and AVX512-FP16; the rows are whole
+    /// blocks of the same length.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512fp16")]
+    pub(super) unsafe fn dot_blocks(x: &[u16], y: &[u16]) -> f64 {
+        let split = x.len() - x.len() % FP16_BLOCK;
+        let mut acc = [_mm512_setzero_si512(); 4];
+        for i in (0..split).step_by(FP16_BLOCK) {
+            for (j, a) in acc.iter_mut().enumerate() {
+                // SAFETY: i + 32j + 32 <= split, inside both rows.
+                let (xv, yv) = unsafe {
+                    let at = i + FP16_LANES * j;
+                    (_mm512_loadu_si512(x.as_ptr().add(at).cast()), _mm512_loadu_si512(y.as_ptr().add(at).cast()))
+                };
+                // SAFETY: AVX512-FP16 (the caller's contract); registers only.
+                unsafe {
+                    asm!("vfmadd231ph {a}, {x}, {y}", a = inout(zmm_reg) *a, x = in(zmm_reg) xv, y = in(zmm_reg) yv,
+                        options(pure, nomem, nostack, preserves_flags));
+                }
+            }
+        }
+        let [a0, a1, a2, a3] = acc;
+        let sum: u32;
+        // SAFETY: AVX512-FP16 (the caller's contract); registers only. The sequence is
+        // ggml's reduction (see the model): 0+2, 1+3, their sum, halves down to 8 lanes, lanes
+        // i + (i+4), then (0+2) + (1+3). Fixed registers below 16 keep every operand
+        // encodable by the VEX-only shuffles.
+        unsafe {
+            asm!(
+                "vaddph zmm0, zmm0, zmm2",
+                "vaddph zmm1, zmm1, zmm3",
+                "vaddph zmm0, zmm0, zmm1",
+                "vextracti64x4 ymm4, zmm0, 1",
+                "vaddph ymm0, ymm0, ymm4",
+                "vextracti128 xmm4, ymm0, 1",
+                "vaddph xmm0, xmm0, xmm4",
+                "vpalignr xmm4, xmm0, xmm0, 8",
+                "vaddph xmm0, xmm0, xmm4",
+                "vpshuflw xmm4, xmm0, 0x4e",
+                "vaddph xmm0, xmm0, xmm4",
+                "vpsrldq xmm4, xmm0, 2",
+                "vaddsh xmm0, xmm0, xmm4",
+                "vpextrw {r:e}, xmm0, 0",
+                r = out(reg) sum,
+                inout("zmm0") a0 => _,
+                inout("zmm1") a1 => _,
+                inout("zmm2") a2 => _,
+                inout("zmm3") a3 => _,
+                out("zmm4") _,
+                options(pure, nomem, nostack, preserves_flags),
+            );
+        }
+        f64::from(fp16_to_fp32(sum as u16))
+    }
+
+    /// [`super::model::mad_fp16`] over whole 32-value lanes.
+    ///
+    /// # Safety
+    /// The processor supports AVX512F, AVX512BW and AVX512-FP16; `y.len()` is a multiple of
+    /// 32 and `x` at least as long.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512fp16")]
+    pub(super) unsafe fn mad(y: &mut [u16], x: &[u16], v: u16) {
+        let vv = _mm512_set1_epi16(v as i16);
+        for i in (0..y.len()).step_by(FP16_LANES) {
+            // SAFETY: i + 32 <= y.len() <= x.len(); AVX512-FP16 (the caller's contract).
+            unsafe {
+                let py = y.as_mut_ptr().add(i);
+                let mut acc = _mm512_loadu_si512(py.cast());
+                let xv = _mm512_loadu_si512(x.as_ptr().add(i).cast());
+                asm!("vfmadd231ph {a}, {x}, {v}", a = inout(zmm_reg) acc, x = in(zmm_reg) xv, v = in(zmm_reg) vv,
+                    options(pure, nomem, nostack, preserves_flags));
+                _mm512_storeu_si512(py.cast(), acc);
+            }
+        }
+    }
+
+    /// [`super::model::scale_fp16`] over whole 32-value lanes.
+    ///
+    /// # Safety
+    /// The processor supports AVX512F, AVX512BW and AVX512-FP16; `y.len()` is a multiple of
+    /// 32.
+    #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512fp16")]
+    pub(super) unsafe fn scale(y: &mut [u16], v: u16) {
+        let vv = _mm512_set1_epi16(v as i16);
+        for i in (0..y.len()).step_by(FP16_LANES) {
+            // SAFETY: i + 32 <= y.len(); AVX512-FP16 (the caller's contract).
+            unsafe {
+                let py = y.as_mut_ptr().add(i);
+                let mut acc = _mm512_loadu_si512(py.cast());
+                asm!("vmulph {a}, {a}, {v}", a = inout(zmm_reg) acc, v = in(zmm_reg) vv,
+                    options(pure, nomem, nostack, preserves_flags));
+                _mm512_storeu_si512(py.cast(), acc);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model::*;
+    use super::*;
+
+    /// Deterministic binary16 values in `[-range, range]`, with some exact zeros.
+    fn halves(n: usize, seed: u64, range: f32) -> Vec<u16> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let u = (s >> 40) as f32 / (1u64 << 24) as f32;
+                if s.is_multiple_of(29) { 0 } else { fp32_to_fp16((2.0 * u - 1.0) * range) }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn binary16_fma_is_rounded_once() {
+        // 1 + 2^-11 + 2^-25 (above the halfway point between 1 and 1 + 2^-10) rounds up; a
+        // rounding to f32 first would land on the halfway point and round to even, down.
+        // 1160 * 1808 = 2^21 + 2^7, so (1160 * 2^-21) * (1808 * 2^-11) = 2^-11 + 2^-25.
+        let (a, b) = (fp32_to_fp16(1160.0 / 2097152.0), fp32_to_fp16(1808.0 / 2048.0));
+        assert_eq!(fp16_to_fp32(a) * fp16_to_fp32(b), (2.0f32).powi(-11) + (2.0f32).powi(-25));
+        let one = fp32_to_fp16(1.0);
+        assert_eq!(fp16_to_fp32(fma16(a, b, one)), 1.0 + (2.0f32).powi(-10));
+        assert_eq!(fp16_to_fp32(fp32_to_fp16(fp16_to_fp32(a) * fp16_to_fp32(b) + 1.0)), 1.0);
+        // exact halfway points still round to even
+        assert_eq!(f64_to_fp16(1.0 + (2.0f64).powi(-11)), one);
+        assert_eq!(f64_to_fp16(-(1.0 + 3.0 * (2.0f64).powi(-11))), fp32_to_fp16(-(1.0 + (2.0f32).powi(-9))));
+        assert_eq!(f64_to_fp16(1.0 + (2.0f64).powi(-11) + (2.0f64).powi(-40)), fp32_to_fp16(1.0 + (2.0f32).powi(-10)));
+    }
+
+    #[test]
+    fn models_follow_their_definitions() {
+        let (fp16, lanes) = (Half::new(HalfMath::Fp16, false), Half::new(HalfMath::Lanes, false));
+        let exact = |x: &[u16], y: &[u16]| -> f64 {
+            x.iter().zip(y).map(|(&a, &b)| f64::from(fp16_to_fp32(a)) * f64::from(fp16_to_fp32(b))).sum()
+        };
+        // below one block, the binary16 kind sums the products in f64
+        let (x, y) = (halves(100, 1, 2.0), halves(100, 2, 2.0));
+        assert_eq!(fp16.dot(&x, &y), exact(&x, &y) as f32);
+        // a block of 128 is summed in binary16, far coarser than in f32 lanes
+        let (x, y) = (halves(128, 3, 2.0), halves(128, 4, 2.0));
+        let (e, h, l) = (exact(&x, &y), f64::from(fp16.dot(&x, &y)), f64::from(lanes.dot(&x, &y)));
+        let size: f64 = x.iter().zip(&y).map(|(&a, &b)| f64::from((fp16_to_fp32(a) * fp16_to_fp32(b)).abs())).sum();
+        assert!((l - e).abs() < 1e-6 * size, "{l} {e}");
+        assert!((h - e).abs() > 1e-5 * size && (h - e).abs() < 1e-2 * size, "{h} {e}");
+        assert_eq!(h as f32, fp16_to_fp32(fp32_to_fp16(h as f32)), "the block sum is a binary16 value");
+        // mad in binary16 rounds the factor first, then each fused multiply-add once
+        let (v, x) = (0.3f32, halves(128, 6, 1.0));
+        let (mut a, mut b) = (halves(128, 5, 1.0), halves(128, 5, 1.0));
+        fp16.mad(&mut a, &x, v);
+        let vh = fp32_to_fp16(v);
+        for (y, &x) in b.iter_mut().zip(&x) {
+            *y = fma16(x, vh, *y);
+        }
+        assert_eq!(a, b);
+        // ... while in f32 lanes the factor stays f32
+        let mut c = halves(128, 5, 1.0);
+        lanes.mad(&mut c, &x, v);
+        assert_ne!(a, c);
+        // rows of a group are the rows alone
+        let queries: Vec<Vec<u16>> = (0..5).map(|s| halves(200, 40 + s, 2.0)).collect();
+        let q: Vec<&[u16]> = queries.iter().map(|q| q.as_slice()).collect();
+        let key = halves(200, 7, 2.0);
+        for half in [fp16, lanes] {
+            let mut out = [0.0f32; GROUP];
+            half.dot_rows(&key, &q, &half.query_tails(&q), &mut out);
+            for (o, q) in out.iter().zip(&q) {
+                assert_eq!(o.to_bits(), half.dot(&key, q).to_bits());
+            }
+        }
+    }
+
+    #[test]
+    fn simd_matches_the_models_bit_for_bit() {
+        for math in [HalfMath::Lanes, HalfMath::Fp16] {
+            let (simd, model) = (Half::new(math, true), Half::new(math, false));
+            if !simd.simd {
+                continue;
+            }
+            for n in [8, 40, 64, 72, 128, 136, 200, 256, 320, 576] {
+                for seed in 0..4 {
+                    let (x, y) = (halves(n, 10 + seed, 4.0), halves(n, 20 + seed, 4.0));
+                    assert_eq!(simd.dot(&x, &y).to_bits(), model.dot(&x, &y).to_bits(), "{math:?} dot n {n}");
+                    let queries: Vec<Vec<u16>> = (0..GROUP as u64).map(|r| halves(n, 50 + seed + r, 4.0)).collect();
+                    let q: Vec<&[u16]> = queries.iter().map(|q| q.as_slice()).collect();
+                    for rows in [1, 3, GROUP] {
+                        let (mut a, mut b) = ([0.0f32; GROUP], [0.0f32; GROUP]);
+                        simd.dot_rows(&x, &q[..rows], &simd.query_tails(&q[..rows]), &mut a);
+                        model.dot_rows(&x, &q[..rows], &model.query_tails(&q[..rows]), &mut b);
+                        assert_eq!(a.map(f32::to_bits), b.map(f32::to_bits), "{math:?} dot_rows n {n}");
+                    }
+                    for v in [0.0f32, 1.0, 0.7310586, 1e-3, 3.3e-5] {
+                        let (mut a, mut b) = (halves(n, 30 + seed, 50.0), halves(n, 30 + seed, 50.0));
+                        simd.mad(&mut a, &x, v);
+                        model.mad(&mut b, &x, v);
+                        assert_eq!(a, b, "{math:?} mad n {n} v {v}");
+                        simd.scale(&mut a, v);
+                        model.scale(&mut b, v);
+                        assert_eq!(a, b, "{math:?} scale n {n} v {v}");
+                    }
+                }
+            }
+        }
+    }
+}

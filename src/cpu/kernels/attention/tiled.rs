@@ -1,0 +1,346 @@
+//! The tiled way, for batches of at least [`TILE_Q`] queries per head with F32 or F16 keys
+//! and values: everything in `f32`, as ggml's tiled kernel computes it.
+//!
+//! Up to [`TILE_Q`] query rows of one head are taken together over tiles of [`TILE_KV`]
+//! keys. A key tile that every row's mask hides is skipped. Otherwise each score is the
+//! `f32` multiply-add chain `Σ_d q_d k_d` in order of `d` (keys widened to `f32`), scaled,
+//! soft-capped and masked; each row's running maximum and sum of weights take the tile at
+//! once (the weights are `e^(s - M)` for the tile's new maximum `M`, summed in `f64`), and
+//! the row's accumulator takes `Σ_j w_j v_j` as a multiply-add chain in key order. The chains
+//! are computed the same whether a row is alone or in a tile, so the result of a row does not
+//! depend on which rows share its tile.
+
+use std::ops::Range;
+
+use super::{Attention, TILE_KV, TILE_Q, scale_f32, view};
+use crate::core::types::Type;
+use crate::cpu::kernels::simd;
+use crate::cpu::kernels::softmax::{exp_row, max_of};
+use crate::quants::half::fp16_to_fp32;
+
+/// Query rows per micro-tile (the tile's rows are padded to a multiple of it).
+const ROWS: usize = 4;
+/// Keys per vector (and the keys of a tile are padded to a multiple of it).
+const KEYS: usize = 8;
+
+/// One thread's scratch for the tiled way (ggml's layout): the query tile, scores, mask
+/// values, accumulators, the value tile as floats and the key tile transposed.
+pub(super) struct TileScratch<'a> {
+    q: &'a mut [f32],
+    scores: &'a mut [f32],
+    mask: &'a mut [f32],
+    acc: &'a mut [f32],
+    values: &'a mut [f32],
+    keys_t: &'a mut [f32],
+}
+
+impl<'a> TileScratch<'a> {
+    fn of(floats: &'a mut [f32], dk: usize, dv: usize) -> TileScratch<'a> {
+        let (q, rest) = floats.split_at_mut(TILE_Q * dk);
+        let (scores, rest) = rest.split_at_mut(TILE_Q * TILE_KV);
+        let (mask, rest) = rest.split_at_mut(TILE_Q * TILE_KV);
+        let (acc, rest) = rest.split_at_mut(TILE_Q * dv);
+        let (values, rest) = rest.split_at_mut(TILE_KV * dv);
+        let keys_t = &mut rest[..TILE_KV * dk];
+        TileScratch { q, scores, mask, acc, values, keys_t }
+    }
+}
+
+impl Attention<'_> {
+    /// Query rows `rows`, in tiles of at most [`TILE_Q`] rows of one head.
+    pub(super) fn tiled_rows(&self, rows: Range<usize>, scratch: &mut [f32]) {
+        let mut t = TileScratch::of(scratch, self.dk, self.dv);
+        let n_batch = self.q.ne[1] as usize;
+        let mut r = rows.start;
+        while r < rows.end {
+            let iq1 = self.query_index(r).0;
+            let n = TILE_Q.min(rows.end - r).min(n_batch - iq1);
+            self.tile(r, n, &mut t);
+            r += n;
+        }
+    }
+
+    /// Rows `first..first + n` (one head) over all keys, written to the result.
+    fn tile(&self, first: usize, n: usize, t: &mut TileScratch) {
+        let (dk, dv) = (self.dk, self.dv);
+        let (iq1, iq2, iq3) = self.query_index(first);
+        let slope = self.alibi.slope(iq2 as u32);
+        let (k_head, v_head) = (self.kv_head(self.k, iq2, iq3), self.kv_head(self.v, iq2, iq3));
+        let padded = n.next_multiple_of(ROWS);
+        for i in 0..n {
+            t.q[i * dk..][..dk].copy_from_slice(self.query_row((iq1 + i, iq2, iq3)));
+        }
+        t.q[n * dk..padded * dk].fill(0.0);
+        t.acc[..padded * dv].fill(0.0);
+        let masks: Vec<Option<&[u16]>> = (0..n).map(|i| self.mask_row((iq1 + i, iq2, iq3))).collect();
+        let mut max = [f32::NEG_INFINITY; TILE_Q];
+        let mut sum = [0.0f32; TILE_Q];
+
+        for start in (0..self.n_kv).step_by(TILE_KV) {
+            let nk = TILE_KV.min(self.n_kv - start);
+            let nk_padded = nk.next_multiple_of(KEYS);
+            if self.mask.is_some() {
+                let mut live = false;
+                for (i, m) in masks.iter().enumerate() {
+                    let row = &mut t.mask[i * TILE_KV..][..nk];
+                    for (x, &h) in row.iter_mut().zip(&m.unwrap_or_default()[start..start + nk]) {
+                        *x = slope * fp16_to_fp32(h);
+                        live |= *x != f32::NEG_INFINITY;
+                    }
+                }
+                if !live {
+                    continue;
+                }
+            }
+
+            // the key tile, transposed: keys_t[d][j] = k_{start + j}[d], widened a piece of a
+            // row at a time
+            let mut piece = [0.0f32; TILE_KV];
+            for j in 0..nk {
+                let key = Attention::kv_row(self.k, start + j, k_head);
+                for d0 in (0..dk).step_by(TILE_KV) {
+                    let piece = &mut piece[..TILE_KV.min(dk - d0)];
+                    widen(self.k.type_, key, d0, piece);
+                    for (d, &x) in piece.iter().enumerate() {
+                        t.keys_t[(d0 + d) * TILE_KV + j] = x;
+                    }
+                }
+            }
+            for d in 0..dk {
+                t.keys_t[d * TILE_KV + nk..d * TILE_KV + nk_padded].fill(0.0);
+            }
+            scores(t.q, t.keys_t, dk, padded, nk_padded, t.scores, self.simd);
+
+            for i in 0..padded {
+                let row = &mut t.scores[i * TILE_KV..][..nk];
+                if i >= n {
+                    row.fill(0.0);
+                    continue;
+                }
+                let mask = &t.mask[i * TILE_KV..][..nk];
+                for (s, &m) in row.iter_mut().zip(mask) {
+                    *s = self.finish_score(*s, if self.mask.is_some() { m } else { 0.0 });
+                }
+                let tile_max = max_of(row, self.simd);
+                if tile_max == f32::NEG_INFINITY {
+                    row.fill(0.0);
+                    continue;
+                }
+                let new_max = max[i].max(tile_max);
+                if new_max > max[i] {
+                    let shrink = (max[i] - new_max).exp();
+                    scale_f32(&mut t.acc[i * dv..][..dv], shrink);
+                    sum[i] *= shrink;
+                }
+                max[i] = new_max;
+                sum[i] = (f64::from(sum[i]) + exp_row(row, new_max, self.simd)) as f32;
+            }
+
+            for j in 0..nk {
+                let value = Attention::kv_row(self.v, start + j, v_head);
+                widen(self.v.type_, value, 0, &mut t.values[j * dv..][..dv]);
+            }
+            accumulate(t.scores, t.values, dv, padded, nk, t.acc, self.simd);
+        }
+
+        for i in 0..n {
+            let acc = &mut t.acc[i * dv..][..dv];
+            if let Some(sink) = self.sinks.map(|s| s[iq2]) {
+                if sink > max[i] {
+                    let shrink = (max[i] - sink).exp();
+                    scale_f32(acc, shrink);
+                    sum[i] = sum[i] * shrink + 1.0;
+                } else {
+                    sum[i] += (sink - max[i]).exp();
+                }
+            }
+            let inv = if sum[i] == 0.0 { 0.0 } else { 1.0 / sum[i] };
+            scale_f32(acc, inv);
+            self.write(first + i, acc);
+        }
+    }
+}
+
+/// Values `from..from + out.len()` of an F32 or F16 row (given as bytes) as floats.
+fn widen(ty: Type, row: &[u8], from: usize, out: &mut [f32]) {
+    let to = from + out.len();
+    match ty {
+        Type::F16 => simd::fp16_to_f32_row(&view::<u16>(row, to)[from..], out),
+        _ => out.copy_from_slice(&view::<f32>(row, to)[from..]),
+    }
+}
+
+/// `out[i][j] = Σ_d q[i][d] · keys_t[d][j]` as a fused multiply-add chain in order of `d`, for
+/// `rows` query rows (a multiple of [`ROWS`]) and `keys` keys (a multiple of [`KEYS`]); rows
+/// of `out` are [`TILE_KV`] apart.
+fn scores(q: &[f32], keys_t: &[f32], dk: usize, rows: usize, keys: usize, out: &mut [f32], simd: bool) {
+    crate::ggml_assert!(
+        q.len() >= rows * dk && keys_t.len() >= dk * TILE_KV && out.len() >= rows * TILE_KV && keys <= TILE_KV,
+        "flash_attn_ext: score tile out of bounds"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if simd && simd::has_avx2() {
+        // SAFETY: AVX2, FMA and F16C are present; the bounds are asserted above.
+        return unsafe { avx2::scores(q, keys_t, dk, rows, keys, out) };
+    }
+    let _ = simd;
+    for i in 0..rows {
+        for j in 0..keys {
+            out[i * TILE_KV + j] = (0..dk).fold(0.0f32, |s, d| q[i * dk + d].mul_add(keys_t[d * TILE_KV + j], s));
+        }
+    }
+}
+
+/// `acc[i] += Σ_j p[i][j] · values[j]` as a fused multiply-add chain in key order, for `rows`
+/// rows (a multiple of [`ROWS`]) and `keys` keys; rows of `p` are [`TILE_KV`] apart, rows of
+/// `values` and `acc` `dv`.
+fn accumulate(p: &[f32], values: &[f32], dv: usize, rows: usize, keys: usize, acc: &mut [f32], simd: bool) {
+    crate::ggml_assert!(
+        p.len() >= rows * TILE_KV && values.len() >= keys * dv && acc.len() >= rows * dv && keys <= TILE_KV,
+        "flash_attn_ext: value tile out of bounds"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if simd && simd::has_avx2() && dv.is_multiple_of(KEYS) {
+        // SAFETY: AVX2, FMA and F16C are present; the bounds are asserted above.
+        return unsafe { avx2::accumulate(p, values, dv, rows, keys, acc) };
+    }
+    let _ = simd;
+    for i in 0..rows {
+        for j in 0..keys {
+            let w = p[i * TILE_KV + j];
+            if w != 0.0 {
+                for (a, &v) in acc[i * dv..][..dv].iter_mut().zip(&values[j * dv..][..dv]) {
+                    *a = w.mul_add(v, *a);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{KEYS, ROWS, TILE_KV};
+
+    /// [`super::scores`]: four rows by two vectors of keys at a time.
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C; the bounds of [`super::scores`] hold.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn scores(q: &[f32], keys_t: &[f32], dk: usize, rows: usize, keys: usize, out: &mut [f32]) {
+        let (pq, pk, po) = (q.as_ptr(), keys_t.as_ptr(), out.as_mut_ptr());
+        for i in (0..rows).step_by(ROWS) {
+            let mut j = 0;
+            while j < keys {
+                let wide = j + 2 * KEYS <= keys;
+                let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
+                for d in 0..dk {
+                    // SAFETY: d < dk and j + 16 <= keys <= TILE_KV (or j + 8 when not wide):
+                    // inside keys_t; rows i..i + 4 <= rows, inside q.
+                    unsafe {
+                        let b0 = _mm256_loadu_ps(pk.add(d * TILE_KV + j));
+                        let b1 = if wide { _mm256_loadu_ps(pk.add(d * TILE_KV + j + KEYS)) } else { b0 };
+                        for (r, a) in acc.iter_mut().enumerate() {
+                            let x = _mm256_broadcast_ss(&*pq.add((i + r) * dk + d));
+                            a[0] = _mm256_fmadd_ps(x, b0, a[0]);
+                            a[1] = _mm256_fmadd_ps(x, b1, a[1]);
+                        }
+                    }
+                }
+                for (r, a) in acc.iter().enumerate() {
+                    // SAFETY: row i + r < rows, columns j..j + 16 (or 8) <= keys <= TILE_KV.
+                    unsafe {
+                        _mm256_storeu_ps(po.add((i + r) * TILE_KV + j), a[0]);
+                        if wide {
+                            _mm256_storeu_ps(po.add((i + r) * TILE_KV + j + KEYS), a[1]);
+                        }
+                    }
+                }
+                j += if wide { 2 * KEYS } else { KEYS };
+            }
+        }
+    }
+
+    /// [`super::accumulate`]: four rows by two vectors of values at a time, skipping keys
+    /// that weigh nothing in all four rows.
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C; the bounds of [`super::accumulate`] hold
+    /// and `dv` is a multiple of 8.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) unsafe fn accumulate(p: &[f32], values: &[f32], dv: usize, rows: usize, keys: usize, acc: &mut [f32]) {
+        let (pp, pv, pa) = (p.as_ptr(), values.as_ptr(), acc.as_mut_ptr());
+        for i in (0..rows).step_by(ROWS) {
+            let mut live = [0usize; TILE_KV];
+            let mut n_live = 0;
+            for j in 0..keys {
+                if (0..ROWS).any(|r| p[(i + r) * TILE_KV + j] != 0.0) {
+                    live[n_live] = j;
+                    n_live += 1;
+                }
+            }
+            let mut c = 0;
+            while c < dv {
+                let wide = c + 2 * KEYS <= dv;
+                // SAFETY: rows i..i + 4 <= rows and columns c..c + 16 (or 8) <= dv: inside acc.
+                let mut a: [[__m256; 2]; ROWS] = std::array::from_fn(|r| unsafe {
+                    let at = pa.add((i + r) * dv + c);
+                    [_mm256_loadu_ps(at), if wide { _mm256_loadu_ps(at.add(KEYS)) } else { _mm256_setzero_ps() }]
+                });
+                for &j in &live[..n_live] {
+                    // SAFETY: j < keys: inside values and p.
+                    unsafe {
+                        let b0 = _mm256_loadu_ps(pv.add(j * dv + c));
+                        let b1 = if wide { _mm256_loadu_ps(pv.add(j * dv + c + KEYS)) } else { b0 };
+                        for (r, x) in a.iter_mut().enumerate() {
+                            let w = _mm256_broadcast_ss(&*pp.add((i + r) * TILE_KV + j));
+                            x[0] = _mm256_fmadd_ps(w, b0, x[0]);
+                            x[1] = _mm256_fmadd_ps(w, b1, x[1]);
+                        }
+                    }
+                }
+                for (r, x) in a.iter().enumerate() {
+                    // SAFETY: as for the loads.
+                    unsafe {
+                        let at = pa.add((i + r) * dv + c);
+                        _mm256_storeu_ps(at, x[0]);
+                        if wide {
+                            _mm256_storeu_ps(at.add(KEYS), x[1]);
+                        }
+                    }
+                }
+                c += if wide { 2 * KEYS } else { KEYS };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::kernels::norm::testing::Rng;
+
+    #[test]
+    fn simd_tiles_are_the_scalar_chains_bit_for_bit() {
+        let mut rng = Rng::new(9);
+        let (dk, dv, rows) = (72, 40, 8);
+        let q: Vec<f32> = (0..rows * dk).map(|_| rng.uniform(-1.0, 1.0)).collect();
+        let keys_t: Vec<f32> = (0..dk * TILE_KV).map(|_| rng.uniform(-1.0, 1.0)).collect();
+        let values: Vec<f32> = (0..TILE_KV * dv).map(|_| rng.uniform(-1.0, 1.0)).collect();
+        // weights with zeros, as masked keys leave them
+        let p: Vec<f32> =
+            (0..rows * TILE_KV).map(|i| if i.is_multiple_of(5) { 0.0 } else { rng.uniform(0.0, 1.0) }).collect();
+        for keys in [8, 24, 64] {
+            let (mut a, mut b) = (vec![0.0f32; rows * TILE_KV], vec![0.0f32; rows * TILE_KV]);
+            scores(&q, &keys_t, dk, rows, keys, &mut a, true);
+            scores(&q, &keys_t, dk, rows, keys, &mut b, false);
+            assert_eq!(a, b, "scores of {keys} keys");
+            let start: Vec<f32> = (0..rows * dv).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            let (mut a, mut b) = (start.clone(), start);
+            accumulate(&p, &values, dv, rows, keys, &mut a, true);
+            accumulate(&p, &values, dv, rows, keys, &mut b, false);
+            assert_eq!(a, b, "values of {keys} keys");
+        }
+    }
+}

@@ -1,0 +1,584 @@
+//! AVX-512 tiles of the float and 32-value block formats: the [`VecDot`](super::dot::VecDot)
+//! products of up to 4 weight rows by [`FLOAT_COLS`] or [`BLOCK_COLS`] activation rows, with
+//! 16-lane vectors and the 32 vector registers that AVX-512 brings (the AVX2 tiles stop at
+//! 4×2).
+//!
+//! The float tiles follow the arithmetic of ggml's AVX-512 build (llamafile's tinyBLAS and
+//! `ggml_vec_dot_*`): products summed with FMA in 16 `f32` lanes; binary16 widened with
+//! `vcvtph2ps`; bfloat16 multiplied with `vdpbf16ps` where the processor has AVX512-BF16 (pairs
+//! of exact products added in `f32`, denormal inputs read as zero, as ggml's tiles do there),
+//! widened and FMA'd otherwise. Row tails shorter than a vector are read with masked loads.
+//!
+//! The block tiles take two blocks of 32 values per 512-bit register. Their byte products are
+//! summed with `vpdpbusd`, which multiplies unsigned by signed bytes, so the weights' levels
+//! are kept unsigned: Q4_0 and Q5_0 store `level + 8` and `level + 16` already, Q8_0 levels get
+//! 128 added (a sign-bit flip). The offset is taken back once per activation block:
+//! `Σ (x+o)·y − o·Σy`, the `o·Σy` seeding the accumulation. The integer sums are exact, so
+//! only the `f32` scaling and summing order differs from the AVX2 tiles.
+//!
+//! Every function here needs [`has_avx512`](super::features::Features::has_avx512) (and AVX2,
+//! FMA, F16C, which such processors have); the callers check it.
+
+use std::arch::x86_64::*;
+
+use crate::quants::half::{Bf16, Half};
+use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
+use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
+use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
+
+/// Activation rows per float tile: 4×6 accumulators, 4 weight vectors and one activation
+/// vector fill 29 of the 32 registers (tinyBLAS's shape).
+pub const FLOAT_COLS: usize = 6;
+/// Activation rows per block tile: 4×4 accumulators, the weights' levels and scales (and
+/// minimums), and one activation block pair's levels, scale and offset correction.
+pub const BLOCK_COLS: usize = 4;
+
+// ---------------------------------------------------------------------------------------------
+// Float formats
+
+/// The lane sums of the accumulators. (Plain loops: through `array::from_fn` the
+/// accumulators would escape to a call and live in memory during the whole tile.)
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn sums<const R: usize, const C: usize>(acc: &[[__m512; C]; R]) -> [[f32; C]; R] {
+    let mut out = [[0.0f32; C]; R];
+    for r in 0..R {
+        for c in 0..C {
+            out[r][c] = _mm512_reduce_add_ps(acc[r][c]);
+        }
+    }
+    out
+}
+
+/// `(1 << len) - 1`: the lanes below `len` (`len <= 32`).
+#[inline]
+fn low_lanes(len: usize) -> u32 {
+    ((1u64 << len) - 1) as u32
+}
+
+/// R×C products of rows of `n` values, `STEP` values per vector: `x(r, i, len)` and
+/// `y(c, i, len)` read `len <= STEP` values at `i` (zeros above `len`), `madd(a, b, acc)` adds
+/// their products to 16 `f32` lanes.
+// Rows and columns index the accumulator grid together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn float_tile<const R: usize, const C: usize, const STEP: usize, V: Copy>(
+    n: usize,
+    x: impl Fn(usize, usize, usize) -> V,
+    y: impl Fn(usize, usize, usize) -> V,
+    madd: impl Fn(V, V, __m512) -> __m512,
+) -> [[f32; C]; R] {
+    let mut acc = [[_mm512_setzero_ps(); C]; R];
+    // A macro and plain loops: a closure called twice (or through `array::from_fn`) is not
+    // inlined, and would keep the accumulators or the loaded rows in memory.
+    macro_rules! step {
+        ($i:expr, $len:expr) => {{
+            let mut xv = [x(0, $i, $len); R];
+            for r in 1..R {
+                xv[r] = x(r, $i, $len);
+            }
+            for c in 0..C {
+                let yv = y(c, $i, $len);
+                for r in 0..R {
+                    acc[r][c] = madd(xv[r], yv, acc[r][c]);
+                }
+            }
+        }};
+    }
+    let mut i = 0;
+    while i + STEP <= n {
+        step!(i, STEP);
+        i += STEP;
+    }
+    if i < n {
+        step!(i, n - i);
+    }
+    sums(&acc)
+}
+
+/// # Safety
+/// The processor has the features of `has_avx512`; every row holds as many values as `x[0]`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn f32_tile<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f32]; C]) -> [[f32; C]; R] {
+    // SAFETY (both loads): lanes i..i + len lie in the row (the tile reads below the common
+    // length); the other lanes are masked off and not touched.
+    let load = |row: &[f32], i: usize, len: usize| unsafe {
+        _mm512_maskz_loadu_ps(low_lanes(len) as __mmask16, row.as_ptr().add(i))
+    };
+    float_tile::<R, C, 16, __m512>(
+        x[0].len(),
+        |r, i, len| load(x[r], i, len),
+        |c, i, len| load(y[c], i, len),
+        |a, b, acc| _mm512_fmadd_ps(a, b, acc),
+    )
+}
+
+/// # Safety
+/// As for [`f32_tile`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn f16_tile<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u16]; C]) -> [[f32; C]; R] {
+    // SAFETY: as in `f32_tile`.
+    let load = |row: &[u16], i: usize, len: usize| unsafe {
+        _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(low_lanes(len) as __mmask16, row.as_ptr().add(i).cast()))
+    };
+    float_tile::<R, C, 16, __m512>(
+        x[0].len(),
+        |r, i, len| load(x[r], i, len),
+        |c, i, len| load(y[c], i, len),
+        |a, b, acc| _mm512_fmadd_ps(a, b, acc),
+    )
+}
+
+/// # Safety
+/// As for [`f32_tile`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn bf16_tile<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
+    if crate::cpu::kernels::features::features().avx512bf16 {
+        // SAFETY: the base features are the caller's word, AVX512-BF16 was checked.
+        unsafe { bf16_dot_pairs(x, y) }
+    } else {
+        // SAFETY: as for this function.
+        unsafe { bf16_widened(x, y) }
+    }
+}
+
+/// bfloat16 products with `vdpbf16ps`, 32 values per step.
+///
+/// # Safety
+/// As for [`f32_tile`], and the processor has AVX512-BF16.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")]
+unsafe fn bf16_dot_pairs<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
+    // SAFETY: as in `f32_tile`; the transmute reads 512 bits of bfloat16 lanes as such.
+    let load = |row: &[Bf16], i: usize, len: usize| unsafe {
+        std::mem::transmute::<__m512i, __m512bh>(_mm512_maskz_loadu_epi16(low_lanes(len), row.as_ptr().add(i).cast()))
+    };
+    float_tile::<R, C, 32, __m512bh>(
+        x[0].len(),
+        |r, i, len| load(x[r], i, len),
+        |c, i, len| load(y[c], i, len),
+        |a, b, acc| _mm512_dpbf16_ps(acc, a, b),
+    )
+}
+
+/// bfloat16 products widened to `f32` (ggml's AVX512F path without BF16).
+///
+/// # Safety
+/// As for [`f32_tile`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn bf16_widened<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
+    // SAFETY: as in `f32_tile`.
+    let load = |row: &[Bf16], i: usize, len: usize| unsafe {
+        let h = _mm256_maskz_loadu_epi16(low_lanes(len) as __mmask16, row.as_ptr().add(i).cast());
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
+    };
+    float_tile::<R, C, 16, __m512>(
+        x[0].len(),
+        |r, i, len| load(x[r], i, len),
+        |c, i, len| load(y[c], i, len),
+        |a, b, acc| _mm512_fmadd_ps(a, b, acc),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Block formats
+
+/// Two blocks side by side in one register: 64 byte levels (block b in the low half, block
+/// b + 1 in the high half) and per half that block's scale in all 8 lanes; for the affine
+/// formats also the weights' minimums (in lanes 0 and 8, zeros elsewhere) or the activations'
+/// sums `d·Σq` (per half, like the scales). A lone last block leaves the high half zero.
+#[derive(Clone, Copy)]
+struct Pair {
+    q: __m512i,
+    d: __m512,
+    extra: __m512,
+}
+
+/// Two binary16 values as `f32` in the low lanes.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn two_halves(a: Half, b: Half) -> __m128 {
+    _mm_cvtph_ps(_mm_cvtsi32_si128((u32::from(a.bits()) | (u32::from(b.bits()) << 16)) as i32))
+}
+
+/// Lanes 0..7 from `a`, lanes 8..15 from `b`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn pair_scales(a: Half, b: Half) -> __m512 {
+    let index = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    _mm512_permutexvar_ps(index, _mm512_castps128_ps512(two_halves(a, b)))
+}
+
+/// `a` in lane 0, `b` in lane 8, zeros elsewhere: one `m·s` per block.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn pair_minimums(a: Half, b: Half) -> __m512 {
+    let index = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    _mm512_maskz_permutexvar_ps(0x0101, index, _mm512_castps128_ps512(two_halves(a, b)))
+}
+
+/// The 32 byte levels of block b and (when there is one) b + 1.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn bytes_pair(a: &[u8; 32], b: Option<&[u8; 32]>) -> __m512i {
+    // SAFETY: each array holds the 32 bytes read.
+    let lo = unsafe { _mm256_loadu_si256(a.as_ptr().cast()) };
+    // SAFETY: as above.
+    let hi = b.map_or(_mm256_setzero_si256(), |b| unsafe { _mm256_loadu_si256(b.as_ptr().cast()) });
+    _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
+}
+
+/// The 4-bit levels of block b and (when there is one) b + 1, in value order: per block the
+/// low nibbles (values 0..15), then the high nibbles (values 16..31).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn nibbles_pair(a: &[u8; 16], b: Option<&[u8; 16]>) -> __m512i {
+    // SAFETY: each array holds the 16 bytes read.
+    let lo = unsafe { _mm_loadu_si128(a.as_ptr().cast()) };
+    // SAFETY: as above.
+    let hi = b.map_or(_mm_setzero_si128(), |b| unsafe { _mm_loadu_si128(b.as_ptr().cast()) });
+    let both = _mm512_castsi256_si512(_mm256_set_m128i(hi, lo));
+    // 128-bit lanes [a, a, b, b]; the high nibbles come down in lanes 1 and 3.
+    let spread = _mm512_shuffle_i64x2::<0b01_01_00_00>(both, both);
+    let shifted = _mm512_mask_srli_epi16::<4>(spread, 0xff00_ff00, spread);
+    _mm512_and_si512(shifted, _mm512_set1_epi8(0x0f))
+}
+
+/// The 5-bit levels `nibble | bit·16` of block b and (when there is one) b + 1.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn five_bit_pair(a: (&[u8; 16], [u8; 4]), b: Option<(&[u8; 16], [u8; 4])>) -> __m512i {
+    // Bit j of qh is the fifth bit of value j: byte j of the pair, or byte 32 + j for b + 1.
+    let high = u64::from(u32::from_le_bytes(a.1)) | (b.map_or(0, |b| u64::from(u32::from_le_bytes(b.1))) << 32);
+    let sixteens = _mm512_maskz_mov_epi8(high, _mm512_set1_epi8(0x10));
+    _mm512_or_si512(nibbles_pair(a.0, b.map(|b| b.0)), sixteens)
+}
+
+/// R×C products of `nb` blocks: `x(r, b, two)` gives the weights' unsigned levels (standing
+/// for `level − OFFSET`) of block b (and b + 1 when `two`), `y(c, b, two)` the activations'.
+/// With `AFFINE`, each block also adds `m·s` (the pairs' `extra`).
+// Rows and columns index the accumulator grid together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn block_tile<const R: usize, const C: usize, const OFFSET: u8, const AFFINE: bool>(
+    nb: usize,
+    x: impl Fn(usize, usize, bool) -> Pair,
+    y: impl Fn(usize, usize, bool) -> Pair,
+) -> [[f32; C]; R] {
+    let mut acc = [[_mm512_setzero_ps(); C]; R];
+    // A macro rather than a closure, as in `float_tile`.
+    macro_rules! step {
+        ($b:expr, $two:expr) => {{
+            let (b, two) = ($b, $two);
+            let mut xv = [x(0, b, two); R];
+            for r in 1..R {
+                xv[r] = x(r, b, two);
+            }
+            for c in 0..C {
+                let yv = y(c, b, two);
+                // −OFFSET·Σy per 4 bytes: where every row's sums start
+                let zero = _mm512_setzero_si512();
+                let seed = if OFFSET == 0 {
+                    zero
+                } else {
+                    _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(OFFSET as i8), yv.q))
+                };
+                for r in 0..R {
+                    let sums = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, xv[r].q, yv.q));
+                    acc[r][c] = _mm512_fmadd_ps(sums, _mm512_mul_ps(xv[r].d, yv.d), acc[r][c]);
+                    if AFFINE {
+                        acc[r][c] = _mm512_fmadd_ps(xv[r].extra, yv.extra, acc[r][c]);
+                    }
+                }
+            }
+        }};
+    }
+    let mut b = 0;
+    while b + 2 <= nb {
+        step!(b, true);
+        b += 2;
+    }
+    if b < nb {
+        step!(b, false);
+    }
+    sums(&acc)
+}
+
+/// Block b of `row`, and b + 1 when `two`.
+#[inline]
+fn blocks<T>(row: &[T], b: usize, two: bool) -> (&T, Option<&T>) {
+    (&row[b], if two { Some(&row[b + 1]) } else { None })
+}
+
+/// A scale of the second block, or zero without one.
+#[inline]
+fn second<T>(hi: Option<&T>, field: impl Fn(&T) -> Half) -> Half {
+    hi.map_or(Half::default(), field)
+}
+
+/// A pair of Q8_0 blocks.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn q8_0_pair(row: &[BlockQ8_0], b: usize, two: bool) -> Pair {
+    let (lo, hi) = blocks(row, b, two);
+    Pair {
+        q: bytes_pair(&lo.qs, hi.map(|h| &h.qs)),
+        d: pair_scales(lo.d, second(hi, |h| h.d)),
+        extra: _mm512_setzero_ps(),
+    }
+}
+
+/// A pair of Q8_1 blocks, with their sums.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn q8_1_pair(row: &[BlockQ8_1], b: usize, two: bool) -> Pair {
+    let (lo, hi) = blocks(row, b, two);
+    Pair {
+        q: bytes_pair(&lo.qs, hi.map(|h| &h.qs)),
+        d: pair_scales(lo.d, second(hi, |h| h.d)),
+        extra: pair_scales(lo.s, second(hi, |h| h.s)),
+    }
+}
+
+/// Q4_0 by Q8_0: levels 0..15 standing for −8..7.
+///
+/// # Safety
+/// As for [`f32_tile`] (rows of the same number of blocks).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q4_0_tile<const R: usize, const C: usize>(x: &[&[BlockQ4_0]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+    let weights = |r: usize, b: usize, two: bool| {
+        let (lo, hi) = blocks(x[r], b, two);
+        Pair {
+            q: nibbles_pair(&lo.qs, hi.map(|h| &h.qs)),
+            d: pair_scales(lo.d, second(hi, |h| h.d)),
+            extra: _mm512_setzero_ps(),
+        }
+    };
+    block_tile::<R, C, 8, false>(x[0].len(), weights, |c, b, two| q8_0_pair(y[c], b, two))
+}
+
+/// Q5_0 by Q8_0: levels 0..31 standing for −16..15.
+///
+/// # Safety
+/// As for [`f32_tile`] (rows of the same number of blocks).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q5_0_tile<const R: usize, const C: usize>(x: &[&[BlockQ5_0]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+    let weights = |r: usize, b: usize, two: bool| {
+        let (lo, hi) = blocks(x[r], b, two);
+        Pair {
+            q: five_bit_pair((&lo.qs, lo.qh), hi.map(|h| (&h.qs, h.qh))),
+            d: pair_scales(lo.d, second(hi, |h| h.d)),
+            extra: _mm512_setzero_ps(),
+        }
+    };
+    block_tile::<R, C, 16, false>(x[0].len(), weights, |c, b, two| q8_0_pair(y[c], b, two))
+}
+
+/// Q8_0 by Q8_0: signed levels, made unsigned by adding 128.
+///
+/// # Safety
+/// As for [`f32_tile`] (rows of the same number of blocks).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q8_0_tile<const R: usize, const C: usize>(x: &[&[BlockQ8_0]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+    let weights = |r: usize, b: usize, two: bool| {
+        let p = q8_0_pair(x[r], b, two);
+        // Flipping the sign bit adds 128 to a signed byte read as unsigned.
+        Pair { q: _mm512_xor_si512(p.q, _mm512_set1_epi8(i8::MIN)), ..p }
+    };
+    block_tile::<R, C, 128, false>(x[0].len(), weights, |c, b, two| q8_0_pair(y[c], b, two))
+}
+
+/// Q4_1 by Q8_1: `d·level + m`.
+///
+/// # Safety
+/// As for [`f32_tile`] (rows of the same number of blocks).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q4_1_tile<const R: usize, const C: usize>(x: &[&[BlockQ4_1]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
+    let weights = |r: usize, b: usize, two: bool| {
+        let (lo, hi) = blocks(x[r], b, two);
+        Pair {
+            q: nibbles_pair(&lo.qs, hi.map(|h| &h.qs)),
+            d: pair_scales(lo.d, second(hi, |h| h.d)),
+            extra: pair_minimums(lo.m, second(hi, |h| h.m)),
+        }
+    };
+    block_tile::<R, C, 0, true>(x[0].len(), weights, |c, b, two| q8_1_pair(y[c], b, two))
+}
+
+/// Q5_1 by Q8_1: `d·level + m`, 5-bit levels.
+///
+/// # Safety
+/// As for [`f32_tile`] (rows of the same number of blocks).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q5_1_tile<const R: usize, const C: usize>(x: &[&[BlockQ5_1]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
+    let weights = |r: usize, b: usize, two: bool| {
+        let (lo, hi) = blocks(x[r], b, two);
+        Pair {
+            q: five_bit_pair((&lo.qs, lo.qh), hi.map(|h| (&h.qs, h.qh))),
+            d: pair_scales(lo.d, second(hi, |h| h.d)),
+            extra: pair_minimums(lo.m, second(hi, |h| h.m)),
+        }
+    };
+    block_tile::<R, C, 0, true>(x[0].len(), weights, |c, b, two| q8_1_pair(y[c], b, two))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::types::Type;
+    use crate::cpu::kernels::dot::{self, DotKernel, MAX_ROWS, MAX_WIDE_COLS, VecDot};
+    use crate::cpu::kernels::features::features;
+    use crate::quants::half::{fp32_to_bf16, fp32_to_fp16};
+    use crate::quants::{BlockFormat, quantize_row};
+
+    fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(12_345);
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    fn bytes<T>(v: &[T]) -> &[u8] {
+        // SAFETY (test): the formats are plain data; the view covers the same memory.
+        unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+    }
+
+    fn quantized<B: BlockFormat>(v: &[f32]) -> Vec<B> {
+        let mut b = vec![B::default(); v.len() / B::QK];
+        quantize_row(v, &mut b);
+        b
+    }
+
+    fn q8_0(v: &[f32]) -> Vec<BlockQ8_0> {
+        let mut b = vec![BlockQ8_0::default(); v.len() / 32];
+        dot::quantize_row_q8_0(v, &mut b);
+        b
+    }
+
+    fn q8_1(v: &[f32]) -> Vec<BlockQ8_1> {
+        let mut b = vec![BlockQ8_1::default(); v.len() / 32];
+        dot::quantize_row_q8_1(v, &mut b);
+        b
+    }
+
+    fn close(a: f32, b: f32, n: usize) -> bool {
+        (a - b).abs() <= 2e-5 * (1.0 + n as f32).sqrt() * (1.0 + a.abs().max(b.abs()))
+    }
+
+    /// Every tile shape of `T`'s kernel on this processor (AVX-512 when it has it) against the
+    /// scalar products, and the 4×2 AVX-512 tile against the AVX2 one.
+    fn check<T: VecDot>(n: usize, xs: &[Vec<T>], ys: &[Vec<T::Rhs>]) {
+        let k = DotKernel::for_type(T::TYPE).expect("a kernel");
+        let xb: Vec<&[u8]> = xs.iter().map(|r| bytes(r)).collect();
+        let yb: Vec<&[u8]> = ys.iter().map(|r| bytes(r)).collect();
+        assert_eq!(k.cols(), T::AVX512_COLS, "{}: the kernel takes the AVX-512 shape", T::TYPE.name());
+        for nr in 1..=MAX_ROWS {
+            for nc in 1..=k.cols() {
+                let mut fast = [f32::NAN; MAX_ROWS * MAX_WIDE_COLS];
+                let mut scalar = [f32::NAN; MAX_ROWS * MAX_WIDE_COLS];
+                k.tile(n, &xb[..nr], &yb[..nc], &mut fast, true);
+                k.tile(n, &xb[..nr], &yb[..nc], &mut scalar, false);
+                for i in 0..nr * nc {
+                    assert!(
+                        close(fast[i], scalar[i], n),
+                        "{} n={n} {nr}x{nc} [{i}]: {} vs scalar {}",
+                        T::TYPE.name(),
+                        fast[i],
+                        scalar[i]
+                    );
+                }
+            }
+        }
+        let x: [&[T]; 4] = std::array::from_fn(|r| xs[r].as_slice());
+        let y: [&[T::Rhs]; 2] = std::array::from_fn(|c| ys[c].as_slice());
+        // SAFETY: the callers checked for AVX-512 (and so AVX2, FMA, F16C); the rows have the
+        // same length.
+        let (wide, narrow) = unsafe { (T::tile_avx512::<4, 2>(&x, &y), T::tile_avx2::<4, 2>(&x, &y)) };
+        for r in 0..4 {
+            for c in 0..2 {
+                assert!(close(wide[r][c], narrow[r][c], n), "{} n={n}: AVX-512 vs AVX2 at {r},{c}", T::TYPE.name());
+            }
+        }
+    }
+
+    fn rows(n: usize, count: u32, seed: u32) -> Vec<Vec<f32>> {
+        (0..count).map(|i| values(n, seed + i)).collect()
+    }
+
+    #[test]
+    fn float_tiles_match_scalar_and_avx2() {
+        if !crate::cpu::kernels::features::has_avx512() {
+            return;
+        }
+        for n in [1usize, 7, 16, 17, 31, 32, 33, 64, 100, 257] {
+            let (xs, ys) = (rows(n, 4, 1), rows(n, MAX_WIDE_COLS as u32, 100));
+            check::<f32>(n, &xs, &ys);
+            let half = |v: &Vec<f32>| v.iter().map(|&a| fp32_to_fp16(a)).collect::<Vec<u16>>();
+            check::<u16>(n, &xs.iter().map(half).collect::<Vec<_>>(), &ys.iter().map(half).collect::<Vec<_>>());
+            let bf = |v: &Vec<f32>| v.iter().map(|&a| fp32_to_bf16(a)).collect::<Vec<Bf16>>();
+            check::<Bf16>(n, &xs.iter().map(bf).collect::<Vec<_>>(), &ys.iter().map(bf).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn block_tiles_match_scalar_and_avx2() {
+        if !crate::cpu::kernels::features::has_avx512() {
+            return;
+        }
+        // odd block counts end on a lone block
+        for nb in [1usize, 2, 3, 8, 9] {
+            let n = 32 * nb;
+            let (xs, ys) = (rows(n, 4, 7), rows(n, MAX_WIDE_COLS as u32, 200));
+            let y0: Vec<Vec<BlockQ8_0>> = ys.iter().map(|v| q8_0(v)).collect();
+            let y1: Vec<Vec<BlockQ8_1>> = ys.iter().map(|v| q8_1(v)).collect();
+            check::<BlockQ4_0>(n, &xs.iter().map(|v| quantized(v)).collect::<Vec<_>>(), &y0);
+            check::<BlockQ5_0>(n, &xs.iter().map(|v| quantized(v)).collect::<Vec<_>>(), &y0);
+            check::<BlockQ8_0>(n, &xs.iter().map(|v| quantized(v)).collect::<Vec<_>>(), &y0);
+            check::<BlockQ4_1>(n, &xs.iter().map(|v| quantized(v)).collect::<Vec<_>>(), &y1);
+            check::<BlockQ5_1>(n, &xs.iter().map(|v| quantized(v)).collect::<Vec<_>>(), &y1);
+        }
+    }
+
+    #[test]
+    fn extreme_levels_sum_exactly() {
+        if !crate::cpu::kernels::features::has_avx512() {
+            return;
+        }
+        // -128 and 127 everywhere: the largest byte products, where an offset or a
+        // saturating sum would show.
+        let one = Half::from_f32(1.0);
+        let x = vec![BlockQ8_0 { d: one, qs: [0x80; 32] }; 3];
+        let y = vec![BlockQ8_0 { d: one, qs: [0x7f; 32] }; 3];
+        // SAFETY: AVX-512 was checked; the rows have the same length.
+        let got = unsafe { q8_0_tile::<1, 1>(&[&x], &[&y]) };
+        assert_eq!(got[0][0], (-128 * 127 * 32 * 3) as f32);
+        let x = vec![BlockQ5_0 { d: one, qh: [0xff; 4], qs: [0xff; 16] }; 3];
+        // SAFETY: as above.
+        let got = unsafe { q5_0_tile::<1, 1>(&[&x], &[&y]) };
+        assert_eq!(got[0][0], (15 * 127 * 32 * 3) as f32);
+    }
+
+    #[test]
+    fn bf16_dot_pairs_and_widening_agree() {
+        let f = features();
+        if !(crate::cpu::kernels::features::has_avx512() && f.avx512bf16) {
+            return;
+        }
+        let to_bf = |v: Vec<f32>| v.into_iter().map(fp32_to_bf16).collect::<Vec<_>>();
+        let (a, b) = (to_bf(values(77, 3)), to_bf(values(77, 4)));
+        // SAFETY: AVX-512 and AVX512-BF16 were checked; the rows have the same length.
+        let (p, w) = unsafe { (bf16_dot_pairs::<1, 1>(&[&a], &[&b]), bf16_widened::<1, 1>(&[&a], &[&b])) };
+        assert!(close(p[0][0], w[0][0], 77), "{} vs {}", p[0][0], w[0][0]);
+    }
+
+    #[test]
+    fn kernels_without_avx512_tiles_keep_the_narrow_shape() {
+        let k = DotKernel::for_type(Type::Q4_K).expect("a kernel");
+        assert_eq!(k.cols(), dot::MAX_COLS);
+    }
+}

@@ -1,0 +1,321 @@
+//! The AVX2 tiles the I-quant and small-format dot products are built from. A format only
+//! says how to decode its weights into signed bytes, 32 at a time (with their scales); the
+//! tiles here multiply them with the activation bytes, R weight rows by C activation rows at
+//! once, so that each row's weights are decoded once for all columns and each column's
+//! activations loaded once for all rows.
+//!
+//! Byte products use `maddubs`, which wants one unsigned operand: the weights' magnitudes go
+//! there and their signs move onto the activations (`sign_epi8`). Magnitudes stay at or below
+//! 127 and activations within ±127, so the pair sums never saturate.
+
+use std::arch::x86_64::*;
+
+use super::grids::SEVEN_BIT_SIGN_BYTES;
+use crate::cpu::kernels::simd::avx2::hsum;
+use crate::quants::half::Half;
+use crate::quants::k_quants::{BlockQ8K, QK_K};
+use crate::quants::q8::BlockQ8_0;
+
+/// 32 decoded weights.
+#[derive(Clone, Copy)]
+pub struct Weights32 {
+    /// |w| as unsigned bytes.
+    mag: __m256i,
+    /// Bytes with the signs of the weights (any value where the weight is zero).
+    sign: __m256i,
+}
+
+impl Weights32 {
+    /// Weights given as signed bytes in -127..=127.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn signed(levels: __m256i) -> Weights32 {
+        Weights32 { mag: _mm256_sign_epi8(levels, levels), sign: levels }
+    }
+
+    /// Weights given as magnitudes (0..=127) and bytes carrying their signs.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn with_signs(mag: __m256i, sign: __m256i) -> Weights32 {
+        Weights32 { mag, sign }
+    }
+
+    /// Σ w·y over adjacent pairs of values, in 16 `i16` lanes (lane l: values 2l, 2l+1).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn pair_sums(self, y: __m256i) -> __m256i {
+        _mm256_maddubs_epi16(self.mag, _mm256_sign_epi8(y, self.sign))
+    }
+}
+
+/// A binary16 scale as `f32`. (Converted from a broadcast: from a single lane, LLVM takes the
+/// other lanes from whatever register is at hand, such as an accumulator, and the false
+/// dependency chains the loop iterations.)
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn half(h: Half) -> f32 {
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_set1_epi16(h.bits() as i16)))
+}
+
+/// A binary16 scale in all 8 lanes.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn half8(h: Half) -> __m256 {
+    _mm256_cvtph_ps(_mm_set1_epi16(h.bits() as i16))
+}
+
+/// The 32 bytes of `bytes` from `at`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn load32(bytes: &[u8], at: usize) -> __m256i {
+    let span = &bytes[at..at + 32];
+    // SAFETY: `span` holds the 32 bytes read.
+    unsafe { _mm256_loadu_si256(span.as_ptr().cast()) }
+}
+
+/// The 16 bytes of `bytes` from `at`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn load16(bytes: &[u8], at: usize) -> __m128i {
+    let span = &bytes[at..at + 16];
+    // SAFETY: `span` holds the 16 bytes read.
+    unsafe { _mm_loadu_si128(span.as_ptr().cast()) }
+}
+
+/// The nibbles of 16 bytes as 32 bytes 0..15: low nibbles first, then high nibbles (the order
+/// of values in the 4-bit formats).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn nibbles(packed: __m128i) -> __m256i {
+    let both = _mm256_set_m128i(_mm_srli_epi16::<4>(packed), packed);
+    _mm256_and_si256(both, _mm256_set1_epi8(0x0f))
+}
+
+/// Each byte of `table` (16 entries, repeated in both halves) looked up by the codes 0..15 of
+/// `codes`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn lookup16(table: &[i8; 16], codes: __m256i) -> __m256i {
+    // SAFETY: the table holds the 16 bytes read.
+    let t = unsafe { _mm_loadu_si128(table.as_ptr().cast()) };
+    _mm256_shuffle_epi8(_mm256_set_m128i(t, t), codes)
+}
+
+/// ±1 bytes from 32 sign bits (`bits` little-endian, bit j for value j): -1 where a bit is set.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn signs_from_bits(bits: u32) -> __m256i {
+    // byte j takes byte j/8 of the word, then tests bit j%8
+    let spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(bits as i32),
+        _mm256_set_epi64x(0x0303_0303_0303_0303, 0x0202_0202_0202_0202, 0x0101_0101_0101_0101, 0),
+    );
+    let select = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    let negative = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+    _mm256_or_si256(negative, _mm256_set1_epi8(1))
+}
+
+/// ±1 bytes for 4 groups of 8 values from their 7-bit sign codes (`code(l)` for group l, any
+/// bits above the seventh ignored).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn seven_bit_signs(code: impl Fn(usize) -> usize) -> __m256i {
+    let s = |l: usize| SEVEN_BIT_SIGN_BYTES[code(l) & 127] as i64;
+    _mm256_set_epi64x(s(3), s(2), s(1), s(0))
+}
+
+/// 16-bit scales for the pair sums of 32 values: `first` for values 0..15, `second` for
+/// 16..31.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn scales16(first: i16, second: i16) -> __m256i {
+    _mm256_set_m128i(_mm_set1_epi16(second), _mm_set1_epi16(first))
+}
+
+/// 32 weights of a super-block and their 16-bit scales (per pair-sum lane, see [`scales16`]).
+#[derive(Clone, Copy)]
+pub struct Sub32 {
+    pub weights: Weights32,
+    pub scales: __m256i,
+}
+
+/// R×C products of rows of 256-value super-blocks with q8_K rows: `prep(block)` gives the
+/// factor of a block's integer sums and whatever its sub-blocks share (decoded once per block),
+/// `sub(block, shared, i)` decodes values 32i..32i+32.
+// Rows and columns index the accumulator grid together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn q8k_tile<X, P: Copy, const R: usize, const C: usize>(
+    x: &[&[X]; R],
+    y: &[&[BlockQ8K]; C],
+    prep: impl Fn(&X) -> (f32, P),
+    sub: impl Fn(&X, &P, usize) -> Sub32,
+) -> [[f32; C]; R] {
+    let mut acc = [[_mm256_setzero_ps(); C]; R];
+    for b in 0..x[0].len() {
+        let first = prep(&x[0][b]);
+        let (mut dx, mut shared) = ([first.0; R], [first.1; R]);
+        for r in 1..R {
+            (dx[r], shared[r]) = prep(&x[r][b]);
+        }
+        let mut sums = [[_mm256_setzero_si256(); C]; R];
+        for i in 0..QK_K / 32 {
+            // Row by row, each decoded sub-block used at once: holding all R of them would
+            // take more registers than there are (activations are loaded again instead).
+            for r in 0..R {
+                let w = sub(&x[r][b], &shared[r], i);
+                for c in 0..C {
+                    let qy = load32(&y[c][b].qs, 32 * i);
+                    let p = _mm256_madd_epi16(w.weights.pair_sums(qy), w.scales);
+                    sums[r][c] = _mm256_add_epi32(sums[r][c], p);
+                }
+            }
+        }
+        for r in 0..R {
+            for c in 0..C {
+                let d = _mm256_set1_ps(dx[r] * y[c][b].scale());
+                acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums[r][c]), acc[r][c]);
+            }
+        }
+    }
+    sums_of(&acc)
+}
+
+/// The lane sums of a grid of accumulators. (Loops, not closures: a closure defined here
+/// would carry the target features into `array::map`, which could then not inline it.)
+// Rows and columns index the accumulator grid together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn sums_of<const R: usize, const C: usize>(acc: &[[__m256; C]; R]) -> [[f32; C]; R] {
+    let mut out = [[0.0f32; C]; R];
+    for r in 0..R {
+        for c in 0..C {
+            out[r][c] = hsum(acc[r][c]);
+        }
+    }
+    out
+}
+
+/// The q8_0 blocks a weight block is multiplied with: one, or several in a row.
+pub trait Q8_0Group: Copy {
+    const BLOCKS: usize;
+    fn block(&self, k: usize) -> &BlockQ8_0;
+}
+
+impl Q8_0Group for BlockQ8_0 {
+    const BLOCKS: usize = 1;
+
+    fn block(&self, _k: usize) -> &BlockQ8_0 {
+        self
+    }
+}
+
+impl<const N: usize> Q8_0Group for [BlockQ8_0; N] {
+    const BLOCKS: usize = N;
+
+    fn block(&self, k: usize) -> &BlockQ8_0 {
+        &self[k]
+    }
+}
+
+/// The q8_0 tile, built twice: for AVX2 (byte products summed with `maddubs` and `madd`) and
+/// for AVX-VNNI (`vpdpbusd`). Both give the same integer sums.
+macro_rules! q8_0_tiles {
+    ($module:ident, $features:literal, |$a:ident, $b:ident| $dot:expr) => {
+        mod $module {
+            use std::arch::x86_64::*;
+
+            use super::{Q8_0Group, Weights32, half8, load32, sums_of};
+
+            /// Σ of four products of unsigned bytes of `a` with signed bytes of `b`, per 32-bit
+            /// lane.
+            #[inline]
+            #[target_feature(enable = $features)]
+            fn dot4($a: __m256i, $b: __m256i) -> __m256i {
+                $dot
+            }
+
+            // Rows and columns index the accumulator grid together.
+            #[allow(clippy::needless_range_loop)]
+            #[inline]
+            #[target_feature(enable = $features)]
+            pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
+                x: &[&[X]; R],
+                y: &[&[Y]; C],
+                chunk: impl Fn(&X, usize) -> (Weights32, __m256),
+            ) -> [[f32; C]; R] {
+                let mut acc = [[_mm256_setzero_ps(); C]; R];
+                let mut dy = [_mm256_setzero_ps(); C];
+                for b in 0..x[0].len() {
+                    for k in 0..Y::BLOCKS {
+                        for c in 0..C {
+                            dy[c] = half8(y[c][b].block(k).d);
+                        }
+                        // row by row, as in `q8k_tile`
+                        for r in 0..R {
+                            let (w, dx) = chunk(&x[r][b], k);
+                            for c in 0..C {
+                                let qy = load32(&y[c][b].block(k).qs, 0);
+                                let sums = dot4(w.mag, _mm256_sign_epi8(qy, w.sign));
+                                let d = _mm256_mul_ps(dx, dy[c]);
+                                acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), acc[r][c]);
+                            }
+                        }
+                    }
+                }
+                sums_of(&acc)
+            }
+        }
+    };
+}
+
+q8_0_tiles!(q8_0_avx2, "avx2,fma,f16c", |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
+q8_0_tiles!(q8_0_vnni, "avx2,fma,f16c,avxvnni", |a, b| _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b));
+
+/// R×C products of rows of weight blocks with rows of q8_0 groups: `chunk(block, k)` decodes
+/// the 32 weights of a block that meet q8_0 block k, with their scale in each 32-bit lane
+/// (lane l covers values 4l..4l+4). Takes `vpdpbusd` where the processor has AVX-VNNI.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
+    x: &[&[X]; R],
+    y: &[&[Y]; C],
+    chunk: impl Fn(&X, usize) -> (Weights32, __m256),
+) -> [[f32; C]; R] {
+    if crate::cpu::kernels::features::features().avx_vnni {
+        // SAFETY: AVX2, FMA and F16C are enabled here, AVX-VNNI was just checked.
+        unsafe { q8_0_vnni::q8_0_tile(x, y, chunk) }
+    } else {
+        q8_0_avx2::q8_0_tile(x, y, chunk)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::kernels::dot_iq::test_support::{bytes, q8_0, values};
+
+    #[test]
+    fn vnni_and_avx2_q8_0_tiles_agree_exactly() {
+        let f = crate::cpu::kernels::features::features();
+        if !(f.has_avx2_fma() && f.avx_vnni) {
+            return;
+        }
+        // weights: random signed bytes (within ±127) with a scale per block
+        let xs: Vec<Vec<u8>> =
+            (0..4).map(|r| bytes(4 * 32, r).iter().map(|&b| if b == 0x80 { 0 } else { b }).collect()).collect();
+        let x: [&[[u8; 32]]; 4] = std::array::from_fn(|r| xs[r].as_chunks::<32>().0);
+        let ys: Vec<Vec<BlockQ8_0>> = (0..2).map(|c| q8_0(&values(4 * 32, 9 + c)).0).collect();
+        let y: [&[BlockQ8_0]; 2] = std::array::from_fn(|c| ys[c].as_slice());
+        // SAFETY (whole block): AVX2, FMA, F16C and AVX-VNNI were checked above.
+        unsafe {
+            let chunk = |b: &[u8; 32], _| (Weights32::signed(load32(b, 0)), _mm256_set1_ps(0.5));
+            let a = q8_0_avx2::q8_0_tile(&x, &y, chunk);
+            let v = q8_0_vnni::q8_0_tile(&x, &y, chunk);
+            assert_eq!(a, v);
+            assert!(a.iter().flatten().all(|s| s.is_finite() && *s != 0.0));
+        }
+    }
+}

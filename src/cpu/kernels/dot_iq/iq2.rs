@@ -1,0 +1,234 @@
+//! `iq2_xxs`, `iq2_xs` and `iq2_s` · `q8_K`: groups of 8 values as points of a 2-bit grid.
+
+use super::grids::{SEVEN_BIT_SIGNS, grids};
+use super::signed_group_sum;
+use crate::core::types::Type;
+use crate::cpu::kernels::dot::VecDot;
+use crate::quants::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
+use crate::quants::k_quants::BlockQ8K;
+
+/// The sign and scale word of group `i` of an `iq2_xxs` block (after its four grid indices):
+/// 4×7 sign bits, the 4-bit scale on top.
+fn xxs_word(b: &BlockIq2Xxs, i: usize) -> u32 {
+    let at = 8 * i + 4;
+    u32::from_le_bytes([b.qs[at], b.qs[at + 1], b.qs[at + 2], b.qs[at + 3]])
+}
+
+/// The word of point `l` (0..32) of an `iq2_xs` block: 9-bit grid index, 7 sign bits above.
+fn xs_word(b: &BlockIq2Xs, l: usize) -> u16 {
+    u16::from_le_bytes([b.qs[2 * l], b.qs[2 * l + 1]])
+}
+
+/// The grid index of point `l` (0..32) of an `iq2_s` block: 8 bits from `qs`, 2 from `qh`.
+fn s_index(b: &BlockIq2S, l: usize) -> usize {
+    usize::from(b.qs[l]) | usize::from((b.qh[l / 4] >> (2 * (l % 4))) & 3) << 8
+}
+
+/// The odd multipliers 2s+1 of the two halves of group `i`, from a byte of two 4-bit scales.
+fn half_scales(scales: u8) -> (i32, i32) {
+    (2 * i32::from(scales & 0x0f) + 1, 2 * i32::from(scales >> 4) + 1)
+}
+
+/// Σ over group `i` (32 values) of the per-half scales times the signed grid sums of its four
+/// points, `point(l)` giving the grid bytes and signs of point l of the block.
+fn group_sum(y: &BlockQ8K, i: usize, (ls1, ls2): (i32, i32), point: impl Fn(usize) -> (u64, u8)) -> i32 {
+    let sum = |l: usize| {
+        let (g, signs) = point(4 * i + l);
+        signed_group_sum(g, signs, &y.qs[32 * i + 8 * l..])
+    };
+    ls1 * (sum(0) + sum(1)) + ls2 * (sum(2) + sum(3))
+}
+
+// SAFETY: the blocks are repr(C) byte arrays and Halfs.
+unsafe impl VecDot for BlockIq2Xxs {
+    type Rhs = BlockQ8K;
+    const TYPE: Type = Type::IQ2_XXS;
+    const VEC_DOT_TYPE: Type = Type::Q8_K;
+    const QK: usize = 256;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
+        let grid = &grids().iq2_xxs;
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let mut bsum = 0;
+            for i in 0..8 {
+                let w = xxs_word(bx, i);
+                let ls = 2 * (w >> 28) as i32 + 1;
+                let point = |l: usize| {
+                    (grid[usize::from(bx.qs[8 * i + l % 4])], SEVEN_BIT_SIGNS[(w >> (7 * (l % 4))) as usize & 127])
+                };
+                bsum += group_sum(by, i, (ls, ls), point);
+            }
+            sum += (bx.d.to_f32() * by.scale()) * bsum as f32;
+        }
+        0.125 * sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::iq2_xxs(x, y) }
+    }
+}
+
+// SAFETY: as for BlockIq2Xxs.
+unsafe impl VecDot for BlockIq2Xs {
+    type Rhs = BlockQ8K;
+    const TYPE: Type = Type::IQ2_XS;
+    const VEC_DOT_TYPE: Type = Type::Q8_K;
+    const QK: usize = 256;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
+        let grid = &grids().iq2_xs;
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let point = |l: usize| {
+                let w = xs_word(bx, l);
+                (grid[usize::from(w & 511)], SEVEN_BIT_SIGNS[usize::from(w >> 9)])
+            };
+            let bsum: i32 = (0..8).map(|i| group_sum(by, i, half_scales(bx.scales[i]), point)).sum();
+            sum += (bx.d.to_f32() * by.scale()) * bsum as f32;
+        }
+        0.125 * sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::iq2_xs(x, y) }
+    }
+}
+
+// SAFETY: as for BlockIq2Xxs.
+unsafe impl VecDot for BlockIq2S {
+    type Rhs = BlockQ8K;
+    const TYPE: Type = Type::IQ2_S;
+    const VEC_DOT_TYPE: Type = Type::Q8_K;
+    const QK: usize = 256;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
+        let grid = &grids().iq2_s;
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let point = |l: usize| (grid[s_index(bx, l)], bx.qs[32 + l]);
+            let bsum: i32 = (0..8).map(|i| group_sum(by, i, half_scales(bx.scales[i]), point)).sum();
+            sum += (bx.d.to_f32() * by.scale()) * bsum as f32;
+        }
+        0.125 * sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::iq2_s(x, y) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::super::engine::{Sub32, Weights32, half, q8k_tile, scales16, seven_bit_signs, signs_from_bits};
+    use super::*;
+
+    /// Four 8-value grid points, point l giving values 8l..8l+8. (A fixed-size table lets the
+    /// bounds checks go for indices whose bits cannot exceed it.)
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn points<const N: usize>(grid: &[u64; N], index: impl Fn(usize) -> usize) -> __m256i {
+        let p = |l: usize| grid[index(l)] as i64;
+        _mm256_set_epi64x(p(3), p(2), p(1), p(0))
+    }
+
+    /// The 16-bit scales of a group from its byte of two 4-bit scales.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn group_scales(scales: u8) -> __m256i {
+        let (ls1, ls2) = half_scales(scales);
+        scales16(ls1 as i16, ls2 as i16)
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn iq2_xxs<const R: usize, const C: usize>(x: &[&[BlockIq2Xxs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let grid: &[u64; 256] = &grids().iq2_xxs;
+        q8k_tile(
+            x,
+            y,
+            |b| (0.125 * half(b.d), ()),
+            |b, _, i| {
+                let w = xxs_word(b, i);
+                let mag = points(grid, |l| usize::from(b.qs[8 * i + l]));
+                Sub32 {
+                    weights: Weights32::with_signs(mag, seven_bit_signs(|l| (w >> (7 * l)) as usize)),
+                    scales: _mm256_set1_epi16(2 * (w >> 28) as i16 + 1),
+                }
+            },
+        )
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn iq2_xs<const R: usize, const C: usize>(x: &[&[BlockIq2Xs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let grid: &[u64; 512] = &grids().iq2_xs;
+        q8k_tile(
+            x,
+            y,
+            |b| (0.125 * half(b.d), ()),
+            |b, _, i| {
+                let w = |l: usize| xs_word(b, 4 * i + l);
+                let mag = points(grid, |l| usize::from(w(l) & 511));
+                let signs = seven_bit_signs(|l| usize::from(w(l) >> 9));
+                Sub32 { weights: Weights32::with_signs(mag, signs), scales: group_scales(b.scales[i]) }
+            },
+        )
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn iq2_s<const R: usize, const C: usize>(x: &[&[BlockIq2S]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let grid: &[u64; 1024] = &grids().iq2_s;
+        q8k_tile(
+            x,
+            y,
+            |b| (0.125 * half(b.d), ()),
+            |b, _, i| {
+                let mag = points(grid, |l| s_index(b, 4 * i + l));
+                let s = &b.qs[32 + 4 * i..36 + 4 * i];
+                let signs = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+                Sub32 { weights: Weights32::with_signs(mag, signs_from_bits(signs)), scales: group_scales(b.scales[i]) }
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{check_rows, q8_k, quantized, random, values};
+    use super::*;
+    use crate::quants::half::Half;
+
+    #[test]
+    fn iq2_xxs_matches_f64() {
+        for n in [256, 512] {
+            check_rows::<BlockIq2Xxs>(n, "quantized", |s| quantized(&values(n, s), true), q8_k);
+            let fix = |b: &mut BlockIq2Xxs| b.d = Half::from_f32(0.001);
+            check_rows::<BlockIq2Xxs>(n, "random", |s| random(n, s, fix), q8_k);
+        }
+    }
+
+    #[test]
+    fn iq2_xs_matches_f64() {
+        for n in [256, 512] {
+            check_rows::<BlockIq2Xs>(n, "quantized", |s| quantized(&values(n, s), true), q8_k);
+            let fix = |b: &mut BlockIq2Xs| b.d = Half::from_f32(0.001);
+            check_rows::<BlockIq2Xs>(n, "random", |s| random(n, s, fix), q8_k);
+        }
+    }
+
+    #[test]
+    fn iq2_s_matches_f64() {
+        for n in [256, 512] {
+            check_rows::<BlockIq2S>(n, "quantized", |s| quantized(&values(n, s), false), q8_k);
+            let fix = |b: &mut BlockIq2S| b.d = Half::from_f32(0.001);
+            check_rows::<BlockIq2S>(n, "random", |s| random(n, s, fix), q8_k);
+        }
+    }
+}

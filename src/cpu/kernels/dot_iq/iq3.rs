@@ -1,0 +1,179 @@
+//! `iq3_xxs` · `q8_K` and `iq3_s` · `q8_K`: groups of 4 values as points of a 3-bit grid.
+
+use super::grids::{SEVEN_BIT_SIGNS, grids};
+use super::signed_group_sum;
+use crate::core::types::Type;
+use crate::cpu::kernels::dot::VecDot;
+use crate::quants::iq3::{BlockIq3S, BlockIq3Xxs};
+use crate::quants::k_quants::BlockQ8K;
+
+/// Two 4-value grid points as the 8 value bytes of a group.
+fn pair(first: u32, second: u32) -> u64 {
+    u64::from(first) | u64::from(second) << 32
+}
+
+/// The sign and scale word of group `i` of an `iq3_xxs` block: 4×7 sign bits, the 4-bit scale
+/// on top.
+fn xxs_word(b: &BlockIq3Xxs, i: usize) -> u32 {
+    let at = 64 + 4 * i;
+    u32::from_le_bytes([b.qs[at], b.qs[at + 1], b.qs[at + 2], b.qs[at + 3]])
+}
+
+/// The grid index of point `k` (0..8) of group `i` of an `iq3_s` block: 8 bits from `qs`, the
+/// ninth from `qh`.
+fn s_index(b: &BlockIq3S, i: usize, k: usize) -> usize {
+    usize::from(b.qs[8 * i + k]) | usize::from((b.qh[i] >> k) & 1) << 8
+}
+
+/// The odd multiplier 2s+1 of group `i` of an `iq3_s` block.
+fn s_scale(b: &BlockIq3S, i: usize) -> i32 {
+    2 * i32::from((b.scales[i / 2] >> (4 * (i % 2))) & 0x0f) + 1
+}
+
+// SAFETY: the blocks are repr(C) byte arrays and Halfs.
+unsafe impl VecDot for BlockIq3Xxs {
+    type Rhs = BlockQ8K;
+    const TYPE: Type = Type::IQ3_XXS;
+    const VEC_DOT_TYPE: Type = Type::Q8_K;
+    const QK: usize = 256;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
+        let grid = &grids().iq3_xxs;
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let mut bsum = 0i32;
+            for i in 0..8 {
+                let w = xxs_word(bx, i);
+                let sumi: i32 = (0..4)
+                    .map(|l| {
+                        let at = 8 * i + 2 * l;
+                        let g = pair(grid[usize::from(bx.qs[at])], grid[usize::from(bx.qs[at + 1])]);
+                        let signs = SEVEN_BIT_SIGNS[(w >> (7 * l)) as usize & 127];
+                        signed_group_sum(g, signs, &by.qs[32 * i + 8 * l..])
+                    })
+                    .sum();
+                bsum += sumi * (2 * (w >> 28) as i32 + 1);
+            }
+            sum += (bx.d.to_f32() * by.scale()) * bsum as f32;
+        }
+        0.25 * sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::iq3_xxs(x, y) }
+    }
+}
+
+// SAFETY: as for BlockIq3Xxs.
+unsafe impl VecDot for BlockIq3S {
+    type Rhs = BlockQ8K;
+    const TYPE: Type = Type::IQ3_S;
+    const VEC_DOT_TYPE: Type = Type::Q8_K;
+    const QK: usize = 256;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
+        let grid = &grids().iq3_s;
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let mut bsum = 0i32;
+            for i in 0..8 {
+                let sumi: i32 = (0..4)
+                    .map(|l| {
+                        let g = pair(grid[s_index(bx, i, 2 * l)], grid[s_index(bx, i, 2 * l + 1)]);
+                        signed_group_sum(g, bx.signs[4 * i + l], &by.qs[32 * i + 8 * l..])
+                    })
+                    .sum();
+                bsum += sumi * s_scale(bx, i);
+            }
+            sum += (bx.d.to_f32() * by.scale()) * bsum as f32;
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::iq3_s(x, y) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::super::engine::{Sub32, Weights32, half, q8k_tile, seven_bit_signs, signs_from_bits};
+    use super::*;
+
+    /// Eight 4-value grid points, point k giving values 4k..4k+4. (A fixed-size table lets the
+    /// bounds checks go for indices whose bits cannot exceed it.)
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn points<const N: usize>(grid: &[u32; N], index: impl Fn(usize) -> usize) -> __m256i {
+        let p = |k: usize| grid[index(k)] as i32;
+        _mm256_set_epi32(p(7), p(6), p(5), p(4), p(3), p(2), p(1), p(0))
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn iq3_xxs<const R: usize, const C: usize>(x: &[&[BlockIq3Xxs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let grid: &[u32; 256] = &grids().iq3_xxs;
+        q8k_tile(
+            x,
+            y,
+            |b| (0.25 * half(b.d), ()),
+            |b, _, i| {
+                let w = xxs_word(b, i);
+                let mag = points(grid, |k| usize::from(b.qs[8 * i + k]));
+                Sub32 {
+                    weights: Weights32::with_signs(mag, seven_bit_signs(|l| (w >> (7 * l)) as usize)),
+                    scales: _mm256_set1_epi16(2 * (w >> 28) as i16 + 1),
+                }
+            },
+        )
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn iq3_s<const R: usize, const C: usize>(x: &[&[BlockIq3S]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let grid: &[u32; 512] = &grids().iq3_s;
+        q8k_tile(
+            x,
+            y,
+            |b| (half(b.d), ()),
+            |b, _, i| {
+                let mag = points(grid, |k| s_index(b, i, k));
+                let s = &b.signs[4 * i..4 * i + 4];
+                let signs = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+                Sub32 {
+                    weights: Weights32::with_signs(mag, signs_from_bits(signs)),
+                    scales: _mm256_set1_epi16(s_scale(b, i) as i16),
+                }
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::{check_rows, q8_k, quantized, random, values};
+    use super::*;
+    use crate::quants::half::Half;
+
+    #[test]
+    fn iq3_xxs_matches_f64() {
+        for n in [256, 512] {
+            check_rows::<BlockIq3Xxs>(n, "quantized", |s| quantized(&values(n, s), false), q8_k);
+            let fix = |b: &mut BlockIq3Xxs| b.d = Half::from_f32(0.001);
+            check_rows::<BlockIq3Xxs>(n, "random", |s| random(n, s, fix), q8_k);
+        }
+    }
+
+    #[test]
+    fn iq3_s_matches_f64() {
+        for n in [256, 512] {
+            check_rows::<BlockIq3S>(n, "quantized", |s| quantized(&values(n, s), false), q8_k);
+            let fix = |b: &mut BlockIq3S| b.d = Half::from_f32(0.001);
+            check_rows::<BlockIq3S>(n, "random", |s| random(n, s, fix), q8_k);
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Dot products of the I-quant formats with their activation formats (see [`super::dot`]):
+//!
+//! | weight  | activations | per block |
+//! |---------|-------------|-----------|
+//! | IQ4_NL  | Q8_0        | `dx·dy·Σ L[q]·qy` over 16 fixed levels L |
+//! | IQ4_XS  | Q8_K        | `dx·dy·Σ (s-32)·Σ L[q]·qy`, a 6-bit scale s per 32 |
+//! | IQ3_S   | Q8_K        | `dx·dy·Σ (2s+1)·Σ ±g·qy`, g from a 512-point grid of 4 |
+//! | IQ3_XXS | Q8_K        | `dx·dy/4·Σ (2s+1)·Σ ±g·qy`, 256-point grid of 4 |
+//! | IQ2_S   | Q8_K        | `dx·dy/8·Σ (2s+1)·Σ ±g·qy`, 1024-point grid of 8 |
+//! | IQ2_XS  | Q8_K        | same, 512-point grid, 7 stored signs of 8 |
+//! | IQ2_XXS | Q8_K        | same, 256-point grid, a scale per 32 |
+//! | IQ1_S   | Q8_K        | `dx·dy/8·Σ (2s+1)·Σ (8g±1)·qy`, g in -1..1 from a 2048-point grid |
+//! | IQ1_M   | Q8_K        | same, a shift sign per 8 and a scale per 16 |
+//!
+//! The scalar references follow ggml's generic `ggml_vec_dot_*` arithmetic (whole-integer
+//! sums per sub-block, scaled in `f32`). The AVX2 tiles ([`engine`]) decode each 32 weights to
+//! signed bytes: fixed levels through a `pshufb` table, grid points by loading their
+//! precomputed bytes ([`grids`]), signs by spreading bits to bytes. For the 1-bit formats the
+//! ±1/8 shift is folded into the bytes (8g±1), which keeps the sums whole.
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod engine;
+pub(crate) mod grids;
+mod iq1;
+mod iq2;
+mod iq3;
+mod iq4;
+
+/// Signed byte `i` of a quant array.
+#[inline]
+fn q8(qs: &[u8], i: usize) -> i32 {
+    i32::from(qs[i] as i8)
+}
+
+/// Σ g·y over 8 values: `grid` the 8 value bytes of a point (as `signed` or not), `signs`
+/// negating value j where bit j is set.
+#[inline]
+fn signed_group_sum(grid: u64, signs: u8, y: &[u8]) -> i32 {
+    grid.to_le_bytes()
+        .iter()
+        .enumerate()
+        .map(|(j, &g)| {
+            let v = i32::from(g) * q8(y, j);
+            if signs >> j & 1 != 0 { -v } else { v }
+        })
+        .sum()
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use crate::cpu::kernels::dot::{self, DotKernel, MAX_COLS, MAX_ROWS, VecDot};
+    use crate::quants::k_quants::{BlockQ8K, quantize_row_q8_k};
+    use crate::quants::q8::BlockQ8_0;
+    use crate::quants::{BlockFormat, dequantize_row, quantize_row, quantize_rows};
+
+    /// `n` values in -1..1 from `seed`.
+    pub fn values(n: usize, seed: u32) -> Vec<f32> {
+        let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(12_345);
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// `n` pseudo-random bytes from `seed`.
+    pub fn bytes(n: usize, seed: u32) -> Vec<u8> {
+        let mut s = u64::from(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 24) as u8
+            })
+            .collect()
+    }
+
+    /// A row of blocks quantized from `v` (with a flat importance matrix when `imatrix`, for
+    /// the formats that need one), and its dequantized values.
+    pub fn quantized<B: BlockFormat>(v: &[f32], imatrix: bool) -> (Vec<B>, Vec<f32>) {
+        let mut b = vec![B::default(); v.len() / B::QK];
+        if imatrix {
+            quantize_rows(v, &mut b, v.len(), Some(&vec![1.0; v.len()]));
+        } else {
+            quantize_row(v, &mut b);
+        }
+        dequantized(b)
+    }
+
+    /// A row of `n / QK` blocks of random bytes, `fix` making each block's scales sane.
+    pub fn random<B: BlockFormat>(n: usize, seed: u32, fix: impl Fn(&mut B)) -> (Vec<B>, Vec<f32>) {
+        let raw = bytes(n / B::QK * std::mem::size_of::<B>(), seed);
+        let mut b = crate::quants::blocks::<B>(&raw).to_vec();
+        b.iter_mut().for_each(fix);
+        dequantized(b)
+    }
+
+    fn dequantized<B: BlockFormat>(b: Vec<B>) -> (Vec<B>, Vec<f32>) {
+        let mut back = vec![0.0; b.len() * B::QK];
+        dequantize_row(&b, &mut back);
+        (b, back)
+    }
+
+    pub fn q8_0(v: &[f32]) -> (Vec<BlockQ8_0>, Vec<f32>) {
+        let mut b = vec![BlockQ8_0::default(); v.len() / 32];
+        dot::quantize_row_q8_0(v, &mut b);
+        let back = b.iter().flat_map(|blk| blk.qs.map(|q| f32::from(q as i8) * blk.d.to_f32())).collect();
+        (b, back)
+    }
+
+    pub fn q8_k(v: &[f32]) -> (Vec<BlockQ8K>, Vec<f32>) {
+        let mut b = vec![BlockQ8K::default(); v.len() / 256];
+        quantize_row_q8_k(v, &mut b);
+        let back = b.iter().flat_map(|blk| (0..256).map(|i| f32::from(blk.quant(i)) * blk.scale())).collect();
+        (b, back)
+    }
+
+    fn as_bytes<T>(v: &[T]) -> &[u8] {
+        // SAFETY: the block types are plain bytes (the `VecDot` contract).
+        unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+    }
+
+    /// Checks every tile shape of `T`, scalar and SIMD, through [`DotKernel`] (so the type's
+    /// registration too), against f64 products of the dequantized rows: `xs` are 4 weight
+    /// rows, `ys` 2 activation rows, each with its values.
+    pub fn check<T: VecDot>(xs: &[(Vec<T>, Vec<f32>)], ys: &[(Vec<T::Rhs>, Vec<f32>)], what: &str) {
+        let n = xs[0].1.len();
+        let k = DotKernel::for_type(T::TYPE).expect("registered");
+        assert_eq!(k.vec_dot_type, T::VEC_DOT_TYPE);
+        let xb: Vec<&[u8]> = xs.iter().map(|x| as_bytes(&x.0)).collect();
+        let yb: Vec<&[u8]> = ys.iter().map(|y| as_bytes(&y.0)).collect();
+        for simd in [false, true] {
+            for nr in 1..=MAX_ROWS {
+                for nc in 1..=MAX_COLS {
+                    let mut out = [f32::NAN; MAX_ROWS * MAX_COLS];
+                    k.tile(n, &xb[..nr], &yb[..nc], &mut out, simd);
+                    for r in 0..nr {
+                        for c in 0..nc {
+                            let (x, y) = (&xs[r].1, &ys[c].1);
+                            let exact: f64 = x.iter().zip(y).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
+                            let size: f64 = x.iter().zip(y).map(|(&a, &b)| f64::from(a * b).abs()).sum();
+                            let got = f64::from(out[r * nc + c]);
+                            assert!(
+                                (got - exact).abs() <= 2e-6 * size + 1e-6,
+                                "{} {what} simd={simd} {nr}x{nc} tile, [{r}][{c}]: {got} vs {exact}",
+                                T::TYPE.name()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`check`] on 4 weight rows from `x(seed)` and 2 activation rows from `y(values)`.
+    pub fn check_rows<T: VecDot>(
+        n: usize,
+        what: &str,
+        x: impl Fn(u32) -> (Vec<T>, Vec<f32>),
+        y: impl Fn(&[f32]) -> (Vec<T::Rhs>, Vec<f32>),
+    ) {
+        let xs: Vec<_> = (0..4).map(|r| x(r + 1)).collect();
+        let ys: Vec<_> = (0..2).map(|c| y(&values(n, 100 + c))).collect();
+        check::<T>(&xs, &ys, what);
+    }
+}

@@ -1,0 +1,461 @@
+//! Dot products of the small formats with their activation formats (see [`super::dot`]):
+//!
+//! | weight | activations   | per block |
+//! |--------|---------------|-----------|
+//! | TQ1_0  | Q8_K          | `dx·dy·Σ t·qy`, trits t in -1..1 packed five to a byte |
+//! | TQ2_0  | Q8_K          | `dx·dy·Σ (q-1)·qy`, 2-bit q |
+//! | MXFP4  | Q8_0          | `e·dy·Σ 2v·qy`, E2M1 values v, a power-of-two scale e |
+//! | NVFP4  | 2 × Q8_0      | `Σ s·dy·Σ 2v·qy`, an 8-bit float scale s per 16 |
+//! | Q1_0   | 4 × Q8_0      | `dx·Σ dy·Σ ±qy` |
+//! | Q2_0   | 2 × Q8_0      | `dx·Σ dy·Σ (q-1)·qy`, 2-bit q |
+//!
+//! NVFP4, Q1_0 and Q2_0 blocks span several Q8_0 blocks: their activation unit is that many
+//! Q8_0 blocks in a row. The scalar references follow ggml's generic `ggml_vec_dot_*`
+//! arithmetic. The AVX2 tiles decode 32 weights at a time to signed bytes and use the tiles
+//! of [`super::dot_iq::engine`]; TQ2_0 keeps its unsigned 2-bit codes in the byte products
+//! (with 16-bit sums) and takes the activations' block sums off once per block, as ggml does.
+
+use crate::core::types::Type;
+use crate::quants::fp4::{BlockMxfp4, BlockNvfp4, E2M1_DOUBLED, e8m0_to_f32_half, ue4m3_to_f32_half};
+use crate::quants::k_quants::BlockQ8K;
+use crate::quants::low_bit::{BlockQ1_0, BlockQ2_0};
+use crate::quants::q8::BlockQ8_0;
+use crate::quants::ternary::{BlockTq1_0, BlockTq2_0};
+
+use super::dot::VecDot;
+
+/// Signed byte `i` of a quant array.
+#[inline]
+fn q8(qs: &[u8], i: usize) -> i32 {
+    i32::from(qs[i] as i8)
+}
+
+/// 3^k for the trits of a `tq1_0` byte.
+const POW3: [u8; 5] = [1, 3, 9, 27, 81];
+
+/// Trit `k` (0 the most significant) of a `tq1_0` byte, as -1, 0 or 1: the byte is a base-3
+/// number scaled onto 0..256, so multiplying by 3^k (mod 256) brings trit k to the top.
+#[inline]
+fn trit(byte: u8, k: usize) -> i32 {
+    ((u16::from(byte.wrapping_mul(POW3[k])) * 3) >> 8) as i32 - 1
+}
+
+/// The 2-bit code `p` (0..4) of a byte, less one.
+#[inline]
+fn crumb(byte: u8, p: usize) -> i32 {
+    i32::from((byte >> (2 * p)) & 3) - 1
+}
+
+// SAFETY: the blocks are repr(C) byte arrays and Halfs.
+unsafe impl VecDot for BlockTq1_0 {
+    type Rhs = BlockQ8K;
+    const TYPE: Type = Type::TQ1_0;
+    const VEC_DOT_TYPE: Type = Type::Q8_K;
+    const QK: usize = 256;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            // bytes 0..32 hold values m + 32k, bytes 32..48 values 160 + m + 16k, `qh` values
+            // 240 + j + 4k (trit k)
+            let mut sumi = 0;
+            for k in 0..5 {
+                sumi += (0..32).map(|m| trit(bx.qs[m], k) * q8(&by.qs, 32 * k + m)).sum::<i32>();
+                sumi += (0..16).map(|m| trit(bx.qs[32 + m], k) * q8(&by.qs, 160 + 16 * k + m)).sum::<i32>();
+            }
+            for k in 0..4 {
+                sumi += (0..4).map(|j| trit(bx.qh[j], k) * q8(&by.qs, 240 + 4 * k + j)).sum::<i32>();
+            }
+            sum += sumi as f32 * (bx.d.to_f32() * by.scale());
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::tq1_0(x, y) }
+    }
+}
+
+// SAFETY: as for BlockTq1_0.
+unsafe impl VecDot for BlockTq2_0 {
+    type Rhs = BlockQ8K;
+    const TYPE: Type = Type::TQ2_0;
+    const VEC_DOT_TYPE: Type = Type::Q8_K;
+    const QK: usize = 256;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            // in each half of 128 values, byte m holds values m + 32p (code p)
+            let mut sumi = 0;
+            for h in 0..2 {
+                for p in 0..4 {
+                    sumi +=
+                        (0..32).map(|m| crumb(bx.qs[32 * h + m], p) * q8(&by.qs, 128 * h + 32 * p + m)).sum::<i32>();
+                }
+            }
+            sum += sumi as f32 * (by.scale() * bx.d.to_f32());
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::tq2_0(x, y) }
+    }
+}
+
+/// Σ 2v·y over 32 values with E2M1 codes: byte j of `qs` holds values j (low nibble) and
+/// j + len (high nibble), `y` values in that order.
+fn e2m1_sum(qs: &[u8], y: &[u8]) -> i32 {
+    let half = qs.len();
+    qs.iter()
+        .enumerate()
+        .map(|(j, &b)| {
+            i32::from(E2M1_DOUBLED[usize::from(b & 0x0f)]) * q8(y, j)
+                + i32::from(E2M1_DOUBLED[usize::from(b >> 4)]) * q8(y, j + half)
+        })
+        .sum()
+}
+
+// SAFETY: as for BlockTq1_0.
+unsafe impl VecDot for BlockMxfp4 {
+    type Rhs = BlockQ8_0;
+    const TYPE: Type = Type::MXFP4;
+    const VEC_DOT_TYPE: Type = Type::Q8_0;
+    const QK: usize = 32;
+
+    fn dot_scalar(x: &[Self], y: &[BlockQ8_0]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            sum += (by.d.to_f32() * e8m0_to_f32_half(bx.e)) * e2m1_sum(&bx.qs, &by.qs) as f32;
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::mxfp4(x, y) }
+    }
+}
+
+// SAFETY: as for BlockTq1_0; an array of q8_0 blocks is plain data too.
+unsafe impl VecDot for BlockNvfp4 {
+    type Rhs = [BlockQ8_0; 2];
+    const TYPE: Type = Type::NVFP4;
+    const VEC_DOT_TYPE: Type = Type::Q8_0;
+    const QK: usize = 64;
+
+    fn dot_scalar(x: &[Self], y: &[[BlockQ8_0; 2]]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            // group s of 16 values meets half s % 2 of q8_0 block s / 2
+            for s in 0..4 {
+                let yb = &by[s / 2];
+                let sumi = e2m1_sum(&bx.qs[8 * s..8 * s + 8], &yb.qs[16 * (s % 2)..]);
+                sum += yb.d.to_f32() * ue4m3_to_f32_half(bx.d[s]) * sumi as f32;
+            }
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[[BlockQ8_0; 2]]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::nvfp4(x, y) }
+    }
+}
+
+// SAFETY: as for BlockNvfp4.
+unsafe impl VecDot for BlockQ1_0 {
+    type Rhs = [BlockQ8_0; 4];
+    const TYPE: Type = Type::Q1_0;
+    const VEC_DOT_TYPE: Type = Type::Q8_0;
+    const QK: usize = 128;
+
+    fn dot_scalar(x: &[Self], y: &[[BlockQ8_0; 4]]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let mut sumi = 0.0f32;
+            for (k, yb) in by.iter().enumerate() {
+                let signed: i32 = (0..32)
+                    .map(|j| if bx.qs[4 * k + j / 8] >> (j % 8) & 1 != 0 { q8(&yb.qs, j) } else { -q8(&yb.qs, j) })
+                    .sum();
+                sumi += yb.d.to_f32() * signed as f32;
+            }
+            sum += bx.d.to_f32() * sumi;
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[[BlockQ8_0; 4]]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::q1_0(x, y) }
+    }
+}
+
+// SAFETY: as for BlockNvfp4.
+unsafe impl VecDot for BlockQ2_0 {
+    type Rhs = [BlockQ8_0; 2];
+    const TYPE: Type = Type::Q2_0;
+    const VEC_DOT_TYPE: Type = Type::Q8_0;
+    const QK: usize = 64;
+
+    fn dot_scalar(x: &[Self], y: &[[BlockQ8_0; 2]]) -> f32 {
+        let mut sum = 0.0f32;
+        for (bx, by) in x.iter().zip(y) {
+            let mut sumi = 0.0f32;
+            for (k, yb) in by.iter().enumerate() {
+                let s: i32 = (0..32).map(|j| crumb(bx.qs[8 * k + j / 4], j % 4) * q8(&yb.qs, j)).sum();
+                sumi += yb.d.to_f32() * s as f32;
+            }
+            sum += bx.d.to_f32() * sumi;
+        }
+        sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[[BlockQ8_0; 2]]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::q2_0(x, y) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::super::dot_iq::engine::{
+        Sub32, Weights32, half, half8, load16, load32, lookup16, nibbles, q8_0_tile, q8k_tile, signs_from_bits, sums_of,
+    };
+    use super::*;
+
+    /// Trit k of every byte of `src` as -1, 0 or 1, `pow` holding 3^k for each byte: the
+    /// products are taken mod 256 in 16-bit lanes, even and odd bytes apart.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn trits(src: __m256i, pow: __m256i) -> __m256i {
+        let low = _mm256_set1_epi16(0x00ff);
+        let three = _mm256_set1_epi16(3);
+        let even = _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(src, low), _mm256_and_si256(pow, low)), low);
+        let odd = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16::<8>(src), _mm256_srli_epi16::<8>(pow)), low);
+        let even = _mm256_srli_epi16::<8>(_mm256_mullo_epi16(even, three));
+        let odd = _mm256_and_si256(_mm256_mullo_epi16(odd, three), _mm256_set1_epi16(0xff00u16 as i16));
+        _mm256_sub_epi8(_mm256_or_si256(even, odd), _mm256_set1_epi8(1))
+    }
+
+    /// Group `i` (values 32i..32i+32) of a `tq1_0` block as signed bytes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn tq1_group(b: &BlockTq1_0, i: usize) -> __m256i {
+        let pow = |k: usize| _mm_set1_epi8(POW3[k] as i8);
+        let tail = load16(&b.qs, 32);
+        let (src, pow) = match i {
+            0..5 => (load32(&b.qs, 0), _mm256_set1_epi8(POW3[i] as i8)),
+            5 | 6 => (_mm256_set_m128i(tail, tail), _mm256_set_m128i(pow(2 * i - 9), pow(2 * i - 10))),
+            _ => {
+                // values 224..240 are trit 4 of bytes 32..48, values 240 + 4k + j trit k of qh[j]
+                let qh = _mm_set1_epi32(i32::from_le_bytes(b.qh));
+                let qh_pow = _mm_set_epi32(0x1b1b_1b1b, 0x0909_0909, 0x0303_0303, 0x0101_0101);
+                (_mm256_set_m128i(qh, tail), _mm256_set_m128i(qh_pow, pow(4)))
+            }
+        };
+        trits(src, pow)
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn tq1_0<const R: usize, const C: usize>(x: &[&[BlockTq1_0]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        q8k_tile(
+            x,
+            y,
+            |b| (half(b.d), ()),
+            |b, _, i| Sub32 { weights: Weights32::signed(tq1_group(b, i)), scales: _mm256_set1_epi16(1) },
+        )
+    }
+
+    /// The 2-bit codes at bit `2p` of 32 bytes.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn crumbs(bytes: __m256i, p: usize) -> __m256i {
+        // shifts by an immediate: `p` is a constant once the loops over it are unrolled
+        let shifted = match p {
+            0 => bytes,
+            1 => _mm256_srli_epi16::<2>(bytes),
+            2 => _mm256_srli_epi16::<4>(bytes),
+            _ => _mm256_srli_epi16::<6>(bytes),
+        };
+        _mm256_and_si256(shifted, _mm256_set1_epi8(3))
+    }
+
+    /// The codes (0..3, standing for -1..2) go into the byte products unsigned; their 16-bit
+    /// sums stay below 8·2·3·127, and Σ(q-1)·y is what is left after taking off the
+    /// activations' block sums Σy.
+    // Rows and columns index the accumulator grid together.
+    #[allow(clippy::needless_range_loop)]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn tq2_0<const R: usize, const C: usize>(x: &[&[BlockTq2_0]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let ones = _mm256_set1_epi16(1);
+        let zero = _mm256_setzero_si256();
+        let mut acc = [[_mm256_setzero_ps(); C]; R];
+        let (mut raw, mut q) = ([zero; R], [zero; R]);
+        for b in 0..x[0].len() {
+            let mut sums = [[zero; C]; R];
+            for h in 0..2 {
+                for r in 0..R {
+                    raw[r] = load32(&x[r][b].qs, 32 * h);
+                }
+                for p in 0..4 {
+                    for r in 0..R {
+                        q[r] = crumbs(raw[r], p);
+                    }
+                    for c in 0..C {
+                        let qy = load32(&y[c][b].qs, 128 * h + 32 * p);
+                        for r in 0..R {
+                            sums[r][c] = _mm256_add_epi16(sums[r][c], _mm256_maddubs_epi16(q[r], qy));
+                        }
+                    }
+                }
+            }
+            for c in 0..C {
+                let bsums = load32(y[c][b].bsums.as_flattened(), 0);
+                let dy = y[c][b].scale();
+                for r in 0..R {
+                    let total = _mm256_madd_epi16(_mm256_sub_epi16(sums[r][c], bsums), ones);
+                    let d = _mm256_set1_ps(dy * half(x[r][b].d));
+                    acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(total), acc[r][c]);
+                }
+            }
+        }
+        sums_of(&acc)
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn mxfp4<const R: usize, const C: usize>(x: &[&[BlockMxfp4]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        q8_0_tile(x, y, |b, _| {
+            let levels = lookup16(&E2M1_DOUBLED, nibbles(load16(&b.qs, 0)));
+            (Weights32::signed(levels), _mm256_set1_ps(e8m0_to_f32_half(b.e)))
+        })
+    }
+
+    /// [`ue4m3_to_f32_half`] of every byte: a load instead of a conversion with branches.
+    fn ue4m3_halves() -> &'static [f32; 256] {
+        static TABLE: std::sync::OnceLock<[f32; 256]> = std::sync::OnceLock::new();
+        TABLE.get_or_init(|| std::array::from_fn(|x| ue4m3_to_f32_half(x as u8)))
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn nvfp4<const R: usize, const C: usize>(x: &[&[BlockNvfp4]; R], y: &[&[[BlockQ8_0; 2]]; C]) -> [[f32; C]; R] {
+        let ue4m3 = ue4m3_halves();
+        q8_0_tile(x, y, |b, k| {
+            // bytes 16k..16k+16 hold groups 2k and 2k+1, each as 8 low nibbles then 8 high
+            let packed = load16(&b.qs, 16 * k);
+            let m4 = _mm_set1_epi8(0x0f);
+            let (lo, hi) = (_mm_and_si128(packed, m4), _mm_and_si128(_mm_srli_epi16::<4>(packed), m4));
+            let codes = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+            let scale = |s: usize| _mm_set1_ps(ue4m3[usize::from(b.d[s])]);
+            let scales = _mm256_set_m128(scale(2 * k + 1), scale(2 * k));
+            (Weights32::signed(lookup16(&E2M1_DOUBLED, codes)), scales)
+        })
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn q1_0<const R: usize, const C: usize>(x: &[&[BlockQ1_0]; R], y: &[&[[BlockQ8_0; 4]]; C]) -> [[f32; C]; R] {
+        q8_0_tile(x, y, |b, k| {
+            let q = &b.qs[4 * k..4 * k + 4];
+            // a set bit is +1: the signs are the bits' complement
+            let signs = signs_from_bits(!u32::from_le_bytes([q[0], q[1], q[2], q[3]]));
+            (Weights32::with_signs(_mm256_set1_epi8(1), signs), half8(b.d))
+        })
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn q2_0<const R: usize, const C: usize>(x: &[&[BlockQ2_0]; R], y: &[&[[BlockQ8_0; 2]]; C]) -> [[f32; C]; R] {
+        q8_0_tile(x, y, |b, k| {
+            // byte j of the 8 goes to 32-bit lane j, copied four times 6 bits apart so that
+            // code p lands at the bottom of byte p
+            let q = &b.qs[8 * k..8 * k + 8];
+            let q = i64::from_le_bytes([q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]]);
+            let wide = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(q));
+            let spread = _mm256_or_si256(
+                _mm256_or_si256(wide, _mm256_slli_epi32::<6>(wide)),
+                _mm256_or_si256(_mm256_slli_epi32::<12>(wide), _mm256_slli_epi32::<18>(wide)),
+            );
+            let codes = _mm256_and_si256(spread, _mm256_set1_epi8(3));
+            (Weights32::signed(_mm256_sub_epi8(codes, _mm256_set1_epi8(1))), half8(b.d))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::dot_iq::test_support::{check_rows, q8_0, q8_k, quantized, random, values};
+    use super::*;
+    use crate::quants::half::Half;
+
+    /// Q8_0 activations grouped `N` blocks to a unit.
+    fn q8_0_groups<const N: usize>(v: &[f32]) -> (Vec<[BlockQ8_0; N]>, Vec<f32>) {
+        let (b, back) = q8_0(v);
+        (b.chunks_exact(N).map(|g| std::array::from_fn(|k| g[k])).collect(), back)
+    }
+
+    #[test]
+    fn ternary_formats_match_f64() {
+        for n in [256, 768] {
+            check_rows::<BlockTq1_0>(n, "quantized", |s| quantized(&values(n, s), false), q8_k);
+            check_rows::<BlockTq1_0>(
+                n,
+                "random",
+                |s| random(n, s, |b: &mut BlockTq1_0| b.d = Half::from_f32(0.01)),
+                q8_k,
+            );
+            check_rows::<BlockTq2_0>(n, "quantized", |s| quantized(&values(n, s), false), q8_k);
+            check_rows::<BlockTq2_0>(
+                n,
+                "random",
+                |s| random(n, s, |b: &mut BlockTq2_0| b.d = Half::from_f32(0.01)),
+                q8_k,
+            );
+        }
+    }
+
+    #[test]
+    fn fp4_formats_match_f64() {
+        for n in [64, 192, 512] {
+            check_rows::<BlockMxfp4>(n, "quantized", |s| quantized(&values(n, s), false), q8_0);
+            let fix = |b: &mut BlockMxfp4| b.e = 118 + (b.e & 7);
+            check_rows::<BlockMxfp4>(n, "random", |s| random(n, s, fix), q8_0);
+            check_rows::<BlockNvfp4>(n, "quantized", |s| quantized(&values(n, s), false), q8_0_groups::<2>);
+            check_rows::<BlockNvfp4>(n, "random", |s| random(n, s, |_: &mut BlockNvfp4| {}), q8_0_groups::<2>);
+        }
+    }
+
+    #[test]
+    fn low_bit_formats_match_f64() {
+        for n in [128, 384] {
+            check_rows::<BlockQ1_0>(n, "quantized", |s| quantized(&values(n, s), false), q8_0_groups::<4>);
+            let fix = |b: &mut BlockQ1_0| b.d = Half::from_f32(0.01);
+            check_rows::<BlockQ1_0>(n, "random", |s| random(n, s, fix), q8_0_groups::<4>);
+            check_rows::<BlockQ2_0>(n, "quantized", |s| quantized(&values(n, s), false), q8_0_groups::<2>);
+            let fix = |b: &mut BlockQ2_0| b.d = Half::from_f32(0.01);
+            check_rows::<BlockQ2_0>(n, "random", |s| random(n, s, fix), q8_0_groups::<2>);
+        }
+    }
+
+    #[test]
+    fn trits_decode_like_the_scalar_reference() {
+        for byte in 0..=255u8 {
+            for k in 0..5 {
+                let t = trit(byte, k);
+                assert!((-1..=1).contains(&t));
+            }
+        }
+        // 5 trits of 2·3^4 + 1·3^3 + 0 + 2·3 + 1 = 196, scaled by 256/243 and rounded up
+        let byte = ((196u16 * 256).div_ceil(243)) as u8;
+        assert_eq!((0..5).map(|k| trit(byte, k)).collect::<Vec<_>>(), [1, 0, -1, 1, 0]);
+    }
+}
