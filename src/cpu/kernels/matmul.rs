@@ -37,7 +37,7 @@ use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
 /// Rows and columns of the result walked together inside a chunk (a cache block).
 const BLOCK_ROWS: i64 = 16;
-const BLOCK_COLS: i64 = 16;
+const BLOCK_COLS: i64 = 24;
 
 fn source(dst: TensorPtr, i: usize) -> TensorPtr {
     dst.src(i).unwrap_or_else(|| crate::ggml_abort!("{}: missing source {}", dst.op.name(), i))
@@ -242,6 +242,11 @@ impl<'a> Product<'a> {
         Product { kernel, w, n: w.ne[0] as usize, simd }
     }
 
+    /// Columns in the kernel's widest tile.
+    fn tile_cols(&self) -> i64 {
+        self.kernel.cols() as i64
+    }
+
     /// Writes `w[row] · column` to each column's destination, for `rows` of the matrix that
     /// starts at byte `w_offset`.
     fn run(&self, w_offset: usize, rows: std::ops::Range<i64>, cols: &[Column]) {
@@ -276,15 +281,23 @@ impl<'a> Product<'a> {
 }
 
 /// The chunk grid of a product with `nr0` result rows and `nr1` result columns:
-/// (chunks along rows, chunks along columns, rows per chunk, columns per chunk).
-fn chunking(nr0: i64, nr1: i64, nth: i64) -> (i64, i64, i64, i64) {
+/// (chunks along rows, chunks along columns, rows per chunk, columns per chunk). Columns per
+/// chunk are rounded up to a multiple of `tile_cols`, the kernel's widest tile, where that
+/// leaves every thread a chunk: a chunk's columns then split into whole tiles.
+fn chunking(nr0: i64, nr1: i64, nth: i64, tile_cols: i64) -> (i64, i64, i64, i64) {
     let chunk_size = if nr0 == 1 || nr1 == 1 { 64 } else { 16 };
     let (mut nchunk0, mut nchunk1) = (ceil_div(nr0, chunk_size), ceil_div(nr1, chunk_size));
     if nchunk0 * nchunk1 < nth * 4 {
         // Too few chunks to balance: one per thread, along the longer side.
         (nchunk0, nchunk1) = if nr0 > nr1 { (nth, 1) } else { (1, nth) };
     }
-    (nchunk0, nchunk1, ceil_div(nr0, nchunk0), ceil_div(nr1, nchunk1))
+    let mut dr1 = ceil_div(nr1, nchunk1);
+    let whole_tiles = ceil_div(dr1, tile_cols) * tile_cols;
+    if nchunk0 * ceil_div(nr1, whole_tiles) >= nth.min(nchunk0 * nchunk1) {
+        dr1 = whole_tiles;
+        nchunk1 = ceil_div(nr1, dr1);
+    }
+    (nchunk0, nchunk1, ceil_div(nr0, nchunk0), dr1)
 }
 
 /// Whether activations of type `src1` can be brought to `vec_dot_type` by these kernels.
@@ -387,7 +400,7 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
     let product = Product::new(kernel, &src0, use_simd(params));
 
     let (nr0, nr1) = (ne0, ne1 * ne2 * ne3);
-    let (nchunk0, nchunk1, dr0, dr1) = chunking(nr0, nr1, params.nth as i64);
+    let (nchunk0, nchunk1, dr0, dr1) = chunking(nr0, nr1, params.nth as i64, product.tile_cols());
     let total = (nchunk0 * nchunk1) as usize;
     let mut chunk = params.ith;
     while chunk < total {
@@ -585,7 +598,7 @@ pub fn mul_mat_id(params: &ComputeParams, dst: TensorPtr) {
         }
         let mapped = &rows[e * n_pairs..e * n_pairs + nr1 as usize];
         let w_offset = e * src0.nb[2];
-        let (nchunk0, nchunk1, dr0, dr1) = chunking(nr0, nr1, params.nth as i64);
+        let (nchunk0, nchunk1, dr0, dr1) = chunking(nr0, nr1, params.nth as i64, product.tile_cols());
         let total = (nchunk0 * nchunk1) as usize;
         let mut chunk = params.ith;
         while chunk < total {
@@ -1095,6 +1108,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn chunks_hold_whole_tiles_unless_a_thread_would_go_idle() {
+        for (nr0, nr1, nth, tile) in
+            [(4096, 512, 2, 6), (1024, 77, 4, 4), (64, 6, 2, 6), (5, 1, 8, 6), (3000, 13, 2, 2), (4, 6, 2, 6)]
+        {
+            let (nc0, nc1, dr0, dr1) = chunking(nr0, nr1, nth, tile);
+            assert!(nc0 * dr0 >= nr0 && nc1 * dr1 >= nr1, "{nr0}x{nr1}: the chunks cover the result");
+            assert!((nc1 - 1) * dr1 < nr1, "{nr0}x{nr1}: no empty column chunk");
+            assert!(nc0 * nc1 >= nth.min(nr0 * nr1), "{nr0}x{nr1}: a chunk for every thread");
+        }
+        // a prompt's columns go in whole 6-column tiles
+        assert_eq!(chunking(4096, 512, 2, 6).3 % 6, 0);
+        // six columns on two threads stay split in two chunks rather than one whole tile
+        assert_eq!(chunking(4, 6, 2, 6), (1, 2, 4, 3));
     }
 
     #[test]
