@@ -16,12 +16,12 @@
 //! multiplication so that the angles are ggml's to the last bit.
 
 use super::norm::{row_ptr, source, use_avx2};
+use super::simd;
 use crate::core::ops::rope::{MROPE_SECTIONS, RopeParams, rope_type, rope_yarn_corr_dims};
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::cpu::plan::CACHE_LINE_SIZE;
-use crate::quants::half::{fp16_to_fp32, fp32_to_fp16};
 
 const PARAM_N_OFFS: usize = 15;
 
@@ -306,6 +306,8 @@ fn rope_any(params: &ComputeParams, dst: TensorPtr, forward: bool) {
     let first = (per_thread * params.ith).min(rows);
     let last = (first + per_thread).min(rows);
     let mut cached_token = None;
+    // F16 rows are rotated as F32 (exact widening, the same F32 arithmetic, one rounding back)
+    let mut widened = if ty == Type::F16 { vec![0.0f32; ne0 as usize] } else { Vec::new() };
     for r in first..last {
         let r = r as i64;
         let (i1, i2, i3) = (r % ne1, (r / ne1) % ne2, r / (ne1 * ne2));
@@ -327,7 +329,8 @@ fn rope_any(params: &ComputeParams, dst: TensorPtr, forward: bool) {
                 rotate_f32(&rope, std::slice::from_raw_parts_mut(y.cast::<f32>(), n), cos, sin, avx2);
             } else {
                 std::ptr::copy(x.cast::<u16>(), y.cast::<u16>(), n);
-                rotate_f16(&rope, std::slice::from_raw_parts_mut(y.cast::<u16>(), n), cos, sin);
+                let row = std::slice::from_raw_parts_mut(y.cast::<u16>(), n);
+                rotate_f16(&rope, row, &mut widened, cos, sin, avx2);
             }
         }
     }
@@ -370,13 +373,18 @@ fn rotate_f32_from(rope: &Rope, row: &mut [f32], cos: &[f32], sin: &[f32], from:
     }
 }
 
-fn rotate_f16(rope: &Rope, row: &mut [u16], cos: &[f32], sin: &[f32]) {
-    let distance = partner_distance(rope);
-    for i in 0..rope.n_pairs {
-        let a = pair_start(rope, i);
-        let (x0, x1) = (fp16_to_fp32(row[a]), fp16_to_fp32(row[a + distance]));
-        row[a] = fp32_to_fp16(x0 * cos[i] - x1 * sin[i]);
-        row[a + distance] = fp32_to_fp16(x0 * sin[i] + x1 * cos[i]);
+/// Rotates an F16 row through `widened` (a row of floats as long): widened, rotated as an
+/// F32 row, rounded back. The untouched elements come back unchanged (the widening is exact).
+fn rotate_f16(rope: &Rope, row: &mut [u16], widened: &mut [f32], cos: &[f32], sin: &[f32], simd: bool) {
+    let widened = &mut widened[..row.len()];
+    if simd {
+        simd::fp16_to_f32_row(row, widened);
+        rotate_f32(rope, widened, cos, sin, true);
+        simd::f32_to_fp16_row(widened, row);
+    } else {
+        simd::scalar::fp16_to_f32_row(row, widened);
+        rotate_f32(rope, widened, cos, sin, false);
+        simd::scalar::f32_to_fp16_row(widened, row);
     }
 }
 
