@@ -433,15 +433,7 @@ mod tests {
     use crate::quants::half::{fp32_to_bf16, fp32_to_fp16};
     use crate::quants::{BlockFormat, quantize_row};
 
-    fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(12_345);
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                (s >> 8) as f32 / (1u32 << 24) as f32 * 2.0 - 1.0
-            })
-            .collect()
-    }
+    use crate::cpu::kernels::dot_iq::test_support::values;
 
     fn bytes<T>(v: &[T]) -> &[u8] {
         // SAFETY (test): the formats are plain data; the view covers the same memory.
