@@ -629,10 +629,10 @@ mod avx2 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::copy::testing::*;
     use super::*;
     use crate::core::context::Context;
     use crate::core::ops::{elementwise as ew, shape, unary as unary_ops};
+    use crate::cpu::kernels::testing::*;
 
     fn tol(ty: Type) -> f64 {
         match ty {

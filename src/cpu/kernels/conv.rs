@@ -722,101 +722,11 @@ pub fn conv_2d_dw(params: &ComputeParams, dst: TensorPtr) {
     }
 }
 
-/// What the tests of this batch of kernels share: a context, a driver computing one node on a
-/// real team of threads, and filling and reading plain tensors as f64 in logical order.
-#[cfg(test)]
-pub(super) mod testing {
-    use std::ffi::c_int;
-
-    use crate::backend::interface::Status;
-    use crate::core::context::{Context, InitParams};
-    use crate::core::element::{get_f32_nd, set_f32_nd, unravel};
-    use crate::core::graph::cgraph::new_graph_custom;
-    use crate::core::tensor::TensorPtr;
-    use crate::cpu::compute::{ComputeParams, compute};
-    use crate::cpu::plan::{DefaultOps, plan};
-    use crate::cpu::pool::Threadpool;
-    use crate::ffi::misc::ThreadpoolParams;
-
-    pub fn ctx() -> Box<Context> {
-        Context::new(InitParams { mem_size: 4 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: false })
-    }
-
-    /// Computes `node` alone with `kernel` on `nth` threads, with `work` bytes of scratch
-    /// (plus the plan's cache-line padding), scalar paths only when `use_ref`.
-    pub fn run(
-        c: &mut Context,
-        node: TensorPtr,
-        kernel: fn(&ComputeParams, TensorPtr),
-        nth: usize,
-        work: usize,
-        use_ref: bool,
-    ) {
-        let g = new_graph_custom(c, 64, false);
-        g.get_mut().build_forward_expand(node);
-        let pool = Threadpool::new(&ThreadpoolParams::new(nth as c_int));
-        let mut p = plan(&g, nth as c_int, Some(&pool), &DefaultOps);
-        p.n_threads = nth as c_int;
-        p.use_ref = use_ref;
-        let mut buf = vec![0u64; (work + 64 * nth).div_ceil(8)];
-        if work > 0 {
-            p.work_size = buf.len() * 8;
-            p.work_data = buf.as_mut_ptr().cast();
-        }
-        let target = node.as_ptr() as usize;
-        let k = move |params: &ComputeParams, t: TensorPtr| {
-            if t.as_ptr() as usize == target {
-                kernel(params, t);
-            }
-            Status::SUCCESS
-        };
-        // SAFETY: the plan names a live pool and a work buffer of its size.
-        assert_eq!(unsafe { compute(&g, &p, &k) }, Status::SUCCESS);
-    }
-
-    /// Team sizes and paths worth testing.
-    pub fn for_each_team(mut check: impl FnMut(usize, bool)) {
-        for (nth, use_ref) in [(1, true), (1, false), (3, false), (4, true)] {
-            check(nth, use_ref);
-        }
-    }
-
-    /// Writes `f(i)` to the `i`-th element (logical order) of a plain tensor.
-    pub fn put(t: TensorPtr, f: impl Fn(usize) -> f64) {
-        for i in 0..t.nelements() {
-            set_f32_nd(&t, unravel(&t, i), f(i as usize) as f32);
-        }
-    }
-
-    /// The elements of a plain tensor in logical order.
-    pub fn values(t: TensorPtr) -> Vec<f64> {
-        (0..t.nelements()).map(|i| f64::from(get_f32_nd(&t, unravel(&t, i)))).collect()
-    }
-
-    /// A deterministic pseudo-random value in [-1, 1) for index `i` and seed `s`.
-    pub fn noise(i: usize, s: u64) -> f64 {
-        let mut x = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ s.wrapping_mul(0xd1b5_4a32_d192_ed03);
-        x ^= x >> 31;
-        x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x ^= x >> 29;
-        (x % 2_000_001) as f64 / 1_000_000.0 - 1.0
-    }
-
-    /// Asserts that `got` is within `tol` (relative to max(1, |want|)) of `want`.
-    pub fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
-        assert_eq!(got.len(), want.len(), "{what}: lengths");
-        for (i, (g, w)) in got.iter().zip(want).enumerate() {
-            let ok = (g - w).abs() <= tol * w.abs().max(1.0) || (g.is_nan() && w.is_nan());
-            assert!(ok, "{what}: element {i}: got {g}, want {w}");
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::testing::*;
     use super::*;
     use crate::core::ops::{conv as ops, shape};
+    use crate::cpu::kernels::testing::*;
 
     /// Value of a plain tensor at `(i0, i1, i2, i3)` from its logical-order values.
     fn get(v: &[f64], ne: [i64; 4], i: [i64; 4]) -> f64 {

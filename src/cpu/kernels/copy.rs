@@ -981,108 +981,11 @@ fn diag_mask(params: &ComputeParams, dst: TensorPtr, value: f32) {
 }
 
 #[cfg(test)]
-pub(crate) mod testing {
-    //! Running one kernel on a node with a real team of threads, and filling and reading
-    //! tensors as f64 for the comparisons.
-
-    use std::ffi::c_int;
-
-    use crate::backend::interface::Status;
-    use crate::core::context::{Context, InitParams};
-    use crate::core::element::{get_f32_nd, set_f32_nd};
-    use crate::core::graph::cgraph::new_graph_custom;
-    use crate::core::tensor::TensorPtr;
-    use crate::cpu::compute::{ComputeParams, compute};
-    use crate::cpu::plan::{DefaultOps, plan};
-    use crate::cpu::pool::Threadpool;
-    use crate::ffi::misc::ThreadpoolParams;
-
-    pub fn ctx() -> Box<Context> {
-        Context::new(InitParams { mem_size: 8 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: false })
-    }
-
-    /// Computes `node` with `kernel` on `nth` threads (other nodes of its graph are skipped),
-    /// with `work` bytes of scratch, on the SIMD paths or (with `use_ref`) the scalar ones.
-    pub fn run(
-        c: &mut Context,
-        node: TensorPtr,
-        kernel: fn(&ComputeParams, TensorPtr),
-        nth: usize,
-        work: usize,
-        use_ref: bool,
-    ) {
-        let g = new_graph_custom(c, 64, false);
-        g.get_mut().build_forward_expand(node);
-        let pool = Threadpool::new(&ThreadpoolParams::new(nth as c_int));
-        let mut p = plan(&g, nth as c_int, Some(&pool), &DefaultOps);
-        p.n_threads = nth as c_int;
-        p.use_ref = use_ref;
-        let mut buf = vec![0u64; (work + 64 * nth).div_ceil(8)];
-        if work > 0 {
-            p.work_size = buf.len() * 8;
-            p.work_data = buf.as_mut_ptr().cast();
-        }
-        let target = node.as_ptr() as usize;
-        let k = move |params: &ComputeParams, t: TensorPtr| {
-            if t.as_ptr() as usize == target {
-                kernel(params, t);
-            }
-            Status::SUCCESS
-        };
-        // SAFETY: the plan names a live pool and a work buffer of its size.
-        assert_eq!(unsafe { compute(&g, &p, &k) }, Status::SUCCESS);
-    }
-
-    /// Runs `check` for every team size and path worth testing.
-    pub fn for_each_team(mut check: impl FnMut(usize, bool)) {
-        for (nth, use_ref) in [(1, true), (1, false), (3, false), (4, true)] {
-            check(nth, use_ref);
-        }
-    }
-
-    fn coords(t: TensorPtr, i: usize) -> [i64; 4] {
-        let ne = t.ne;
-        let i = i as i64;
-        [i % ne[0], (i / ne[0]) % ne[1], (i / (ne[0] * ne[1])) % ne[2], i / (ne[0] * ne[1] * ne[2])]
-    }
-
-    /// Writes `f(i)` to the `i`-th element (logical order) of a plain tensor.
-    pub fn put(t: TensorPtr, f: impl Fn(usize) -> f64) {
-        for i in 0..t.nelements() as usize {
-            set_f32_nd(&t, coords(t, i), f(i) as f32);
-        }
-    }
-
-    /// The elements of a plain tensor in logical order.
-    pub fn values(t: TensorPtr) -> Vec<f64> {
-        (0..t.nelements() as usize).map(|i| f64::from(get_f32_nd(&t, coords(t, i)))).collect()
-    }
-
-    /// A deterministic pseudo-random value in [-1, 1) for index `i` and seed `s`.
-    pub fn noise(i: usize, s: u64) -> f64 {
-        let mut x = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ s.wrapping_mul(0xd1b5_4a32_d192_ed03);
-        x ^= x >> 29;
-        x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x ^= x >> 32;
-        (x % 2_000_001) as f64 / 1_000_000.0 - 1.0
-    }
-
-    /// Asserts that `got` is within `tol` (relative to max(1, |want|)) of `want`.
-    pub fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
-        assert_eq!(got.len(), want.len(), "{what}: lengths");
-        for (i, (g, w)) in got.iter().zip(want).enumerate() {
-            let ok = (g - w).abs() <= tol * w.abs().max(1.0) || (g.is_nan() && w.is_nan()) || g == w;
-            assert!(ok, "{what}: element {i}: got {g}, want {w}");
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
-    use super::testing::*;
     use super::*;
     use crate::core::op::Op;
     use crate::core::ops::{rows, shape, softmax};
+    use crate::cpu::kernels::testing::*;
 
     const PLAIN: [Type; 4] = [Type::F32, Type::F16, Type::BF16, Type::I32];
 

@@ -66,10 +66,10 @@ mod tests {
     use std::ffi::c_void;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use super::super::conv::testing::*;
     use super::*;
     use crate::core::ops::custom as ops;
     use crate::core::types::Type;
+    use crate::cpu::kernels::testing::*;
 
     /// Element `i` of a contiguous F32 tensor, as the C callbacks would reach it.
     ///

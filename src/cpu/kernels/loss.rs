@@ -175,10 +175,10 @@ pub fn opt_step_sgd(params: &ComputeParams, dst: TensorPtr) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::conv::testing::*;
     use super::*;
     use crate::core::ops::loss as ops;
     use crate::core::tensor::flag;
+    use crate::cpu::kernels::testing::*;
 
     fn softmax(row: &[f64]) -> Vec<f64> {
         let max = row.iter().copied().fold(f64::MIN, f64::max);

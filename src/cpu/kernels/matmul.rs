@@ -749,74 +749,31 @@ fn typed_row(bytes: &[u8]) -> &[f32] {
 mod tests {
     use super::*;
     use crate::backend::interface::Status;
-    use crate::core::context::{Context, InitParams};
+    use crate::core::context::Context;
     use crate::core::graph::cgraph::new_graph_custom;
     use crate::core::op::Op;
     use crate::core::ops::matmul as ops;
     use crate::core::ops::shape::{permute, transpose};
     use crate::cpu::compute::compute;
+    use crate::cpu::kernels::testing::{Rng, ctx, nmse, random};
     use crate::cpu::plan::{OpTable, plan};
-    use crate::quants::half::{bf16_to_fp32, fp16_to_fp32, fp32_to_bf16, fp32_to_fp16};
 
-    fn ctx() -> Box<Context> {
-        Context::new(InitParams { mem_size: 64 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: false })
-    }
-
-    struct Rng(u64);
-
-    impl Rng {
-        fn uniform(&mut self) -> f32 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
-        }
-    }
-
-    /// Fills a contiguous tensor of any supported type with random values; returns what it
+    /// Fills a tensor, plain or contiguous and quantized, with random values; returns what it
     /// holds, as f64 in logical order.
     fn fill(t: TensorPtr, rng: &mut Rng) -> Vec<f64> {
-        assert!(t.is_contiguous());
-        let n = t.nelements() as usize;
-        let x: Vec<f32> = (0..n).map(|_| rng.uniform()).collect();
-        // SAFETY: the tensor is allocated and contiguous: nbytes bytes at data.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(t.data.cast::<u8>(), t.nbytes()) };
-        match t.type_ {
-            Type::F32 => {
-                typed_mut::<f32>(bytes).copy_from_slice(&x);
-                x.iter().map(|&v| f64::from(v)).collect()
-            }
-            Type::F16 => {
-                let h = typed_mut::<u16>(bytes);
-                x.iter()
-                    .zip(h.iter_mut())
-                    .map(|(&v, h)| {
-                        *h = fp32_to_fp16(v);
-                        f64::from(fp16_to_fp32(*h))
-                    })
-                    .collect()
-            }
-            Type::BF16 => {
-                let h = typed_mut::<Bf16>(bytes);
-                x.iter()
-                    .zip(h.iter_mut())
-                    .map(|(&v, h)| {
-                        *h = fp32_to_bf16(v);
-                        f64::from(bf16_to_fp32(*h))
-                    })
-                    .collect()
-            }
-            ty if copy::is_dequantizable(ty) => {
-                let mut y = vec![0.0; n];
-                // SAFETY: `bytes` is the whole tensor: the row of `n` values of its type.
-                unsafe {
-                    copy::quantize_row_into(ty, &x, bytes.as_mut_ptr());
-                    copy::dequantize_row_from(ty, bytes.as_ptr(), &mut y);
-                }
-                y.iter().map(|&v| f64::from(v)).collect()
-            }
-            other => panic!("cannot fill {}", other.name()),
+        if matches!(t.type_, Type::F32 | Type::F16 | Type::BF16) {
+            return random(t, rng, -1.0, 1.0);
         }
+        assert!(t.is_contiguous() && copy::is_dequantizable(t.type_), "cannot fill {}", t.type_.name());
+        let n = t.nelements() as usize;
+        let x: Vec<f32> = (0..n).map(|_| rng.uniform(-1.0, 1.0)).collect();
+        let mut y = vec![0.0; n];
+        // SAFETY: the tensor is allocated and contiguous: the row of `n` values of its type.
+        unsafe {
+            copy::quantize_row_into(t.type_, &x, t.data.cast::<u8>());
+            copy::dequantize_row_from(t.type_, t.data.cast::<u8>(), &mut y);
+        }
+        y.iter().map(|&v| f64::from(v)).collect()
     }
 
     /// Element `(i0, i1, i2, i3)` of an F32 tensor with any strides.
@@ -879,11 +836,6 @@ mod tests {
         assert_eq!(unsafe { compute(&g, &p, &kernel) }, Status::SUCCESS);
     }
 
-    fn nmse(got: &[f64], want: &[f64]) -> f64 {
-        let err: f64 = got.iter().zip(want).map(|(g, w)| (g - w) * (g - w)).sum();
-        err / want.iter().map(|w| w * w).sum::<f64>().max(f64::MIN_POSITIVE)
-    }
-
     fn all(t: &Tensor) -> Vec<[i64; 4]> {
         let ne = t.ne;
         let mut v = Vec::new();
@@ -917,7 +869,7 @@ mod tests {
         for use_ref in [false, true] {
             for threads in [1, 3] {
                 let mut c = ctx();
-                let mut rng = Rng(0x1234_5678 + k as u64);
+                let mut rng = Rng::new(0x1234_5678 + k as u64);
                 let a = c.new_tensor(ty, &[k, m, 2, 1]);
                 let av = fill(a, &mut rng);
                 let (b, bv): (TensorPtr, Values) = match layout {
@@ -1008,7 +960,7 @@ mod tests {
             let mut results = Vec::new();
             for (threads, use_ref) in [(1, true), (3, false), (4, true)] {
                 let mut c = ctx();
-                let mut rng = Rng(5);
+                let mut rng = Rng::new(5);
                 let a = c.new_tensor(ty, &[k, m]);
                 let av = fill(a, &mut rng);
                 let b = c.new_tensor(Type::F32, &[k]);
@@ -1034,7 +986,7 @@ mod tests {
                     for threads in [1, 3] {
                         let (k, m, n_as, n_ids, n_tok) = (if ty.is_quantized() { 64 } else { 35 }, 21, 4, 2, 9);
                         let mut c = ctx();
-                        let mut rng = Rng(99);
+                        let mut rng = Rng::new(99);
                         let a = c.new_tensor(ty, &[k, m, n_as]);
                         let av = fill(a, &mut rng);
                         let b = c.new_tensor(Type::F32, &[k, b_rows, n_tok]);
@@ -1082,7 +1034,7 @@ mod tests {
                     let (m, kk, n) = (if ty.is_quantized() { 256 } else { 19 }, 6, 5);
                     let bcast = if ty == Type::F32 { 2 } else { 1 };
                     let mut c = ctx();
-                    let mut rng = Rng(7);
+                    let mut rng = Rng::new(7);
                     let a = c.new_tensor(ty, &[m, kk, 2, 1]);
                     let av = fill(a, &mut rng);
                     // b is used transposed, as in backpropagation: [n, kk] from a [kk, n] tensor

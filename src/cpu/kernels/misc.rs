@@ -586,9 +586,9 @@ pub fn dsv4_hc_post(params: &ComputeParams, dst: TensorPtr) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::conv::testing::*;
     use super::*;
     use crate::core::ops::misc as ops;
+    use crate::cpu::kernels::testing::*;
 
     fn get(v: &[f64], ne: [i64; 4], i: [i64; 4]) -> f64 {
         v[(i[0] + ne[0] * (i[1] + ne[1] * (i[2] + ne[2] * i[3]))) as usize]

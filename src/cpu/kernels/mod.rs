@@ -26,6 +26,8 @@ pub mod rope;
 pub mod simd;
 pub mod softmax;
 pub mod ssm;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod unary;
 
 // ---------------------------------------------------------------------------------------------
@@ -310,16 +312,13 @@ impl OpTable for CpuKernels {
 #[cfg(test)]
 mod dispatch_tests {
     use super::*;
-    use crate::core::context::{Context, InitParams};
+    use crate::core::context::Context;
     use crate::core::graph::cgraph::new_graph_custom;
     use crate::core::ops::{elementwise, matmul as mm, softmax as sm};
+    use crate::cpu::kernels::testing::ctx;
     use crate::cpu::plan::plan;
     use crate::cpu::pool::Threadpool;
     use crate::ffi::misc::ThreadpoolParams;
-
-    fn ctx() -> Box<Context> {
-        Context::new(InitParams { mem_size: 4 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: false })
-    }
 
     fn filled(c: &mut Context, ne: &[i64], mut f: impl FnMut(usize) -> f32) -> TensorPtr {
         let t = c.new_tensor(Type::F32, ne);

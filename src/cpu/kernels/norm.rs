@@ -385,132 +385,11 @@ pub fn group_norm(params: &ComputeParams, dst: TensorPtr) {
     }
 }
 
-/// What the tests of this family share: a context, a seeded generator, tensor filling and a
-/// driver that computes one node on a real team of threads.
-#[cfg(test)]
-pub(super) mod testing {
-    use crate::backend::interface::Status;
-    use crate::core::context::{Context, InitParams};
-    use crate::core::graph::cgraph::new_graph_custom;
-    use crate::core::tensor::{Tensor, TensorPtr};
-    use crate::core::types::Type;
-    use crate::cpu::compute::{ComputeParams, compute};
-    use crate::cpu::plan::{CACHE_LINE_SIZE, DefaultOps, plan};
-    use crate::quants::half::{fp16_to_fp32, fp32_to_fp16};
-
-    pub fn ctx() -> Box<Context> {
-        Context::new(InitParams { mem_size: 16 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: false })
-    }
-
-    /// A small deterministic generator (xorshift).
-    pub struct Rng(u64);
-
-    impl Rng {
-        pub fn new(seed: u64) -> Rng {
-            Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-        }
-
-        /// Uniform in `[lo, hi)`.
-        pub fn uniform(&mut self, lo: f32, hi: f32) -> f32 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            lo + (hi - lo) * ((self.0 >> 40) as f32 / (1u64 << 24) as f32)
-        }
-    }
-
-    /// The flat element index of `(i0, i1, i2, i3)` in `t`, in elements of its type.
-    fn offset(t: &Tensor, i: usize) -> usize {
-        let ne = t.ne.map(|n| n as usize);
-        let (i0, i1, i2, i3) = (i % ne[0], (i / ne[0]) % ne[1], (i / ne[0] / ne[1]) % ne[2], i / ne[0] / ne[1] / ne[2]);
-        i0 * t.nb[0] + i1 * t.nb[1] + i2 * t.nb[2] + i3 * t.nb[3]
-    }
-
-    /// Writes `values` (in logical order) into `t`, which is F32, F16 or I32.
-    pub fn set(t: TensorPtr, values: &[f32]) {
-        assert_eq!(values.len(), t.nelements() as usize);
-        for (i, &v) in values.iter().enumerate() {
-            // SAFETY: the offset is inside the allocated tensor.
-            unsafe {
-                let p = t.data.cast::<u8>().add(offset(&t, i));
-                match t.type_ {
-                    Type::F32 => p.cast::<f32>().write_unaligned(v),
-                    Type::F16 => p.cast::<u16>().write_unaligned(fp32_to_fp16(v)),
-                    Type::I32 => p.cast::<i32>().write_unaligned(v as i32),
-                    other => panic!("cannot fill {}", other.name()),
-                }
-            }
-        }
-    }
-
-    /// Fills `t` with uniform values in `[lo, hi)` and returns them as `f64` (after rounding to
-    /// the tensor's type).
-    pub fn random(t: TensorPtr, rng: &mut Rng, lo: f32, hi: f32) -> Vec<f64> {
-        let values: Vec<f32> = (0..t.nelements()).map(|_| rng.uniform(lo, hi)).collect();
-        set(t, &values);
-        get(t)
-    }
-
-    /// Reads `t` (F32 or F16) in logical order.
-    pub fn get(t: TensorPtr) -> Vec<f64> {
-        (0..t.nelements() as usize)
-            .map(|i| {
-                // SAFETY: the offset is inside the allocated tensor.
-                unsafe {
-                    let p = t.data.cast::<u8>().add(offset(&t, i));
-                    match t.type_ {
-                        Type::F32 => f64::from(p.cast::<f32>().read_unaligned()),
-                        Type::F16 => f64::from(fp16_to_fp32(p.cast::<u16>().read_unaligned())),
-                        other => panic!("cannot read {}", other.name()),
-                    }
-                }
-            })
-            .collect()
-    }
-
-    /// The normalised mean squared error of `got` against `want`.
-    pub fn nmse(got: &[f64], want: &[f64]) -> f64 {
-        assert_eq!(got.len(), want.len());
-        let err: f64 = got.iter().zip(want).map(|(g, w)| (g - w) * (g - w)).sum();
-        let norm: f64 = want.iter().map(|w| w * w).sum();
-        err / norm.max(f64::MIN_POSITIVE)
-    }
-
-    /// Computes `node` with `kernel` on `n_threads` threads, with `work` bytes of scratch (the
-    /// plan's padding added), on the reference path when `use_ref`.
-    pub fn run(
-        ctx: &mut Context,
-        node: TensorPtr,
-        kernel: fn(&ComputeParams, TensorPtr),
-        n_threads: i32,
-        work: usize,
-        use_ref: bool,
-    ) {
-        let g = new_graph_custom(ctx, 16, false);
-        g.get_mut().build_forward_expand(node);
-        let mut p = plan(&g, n_threads, None, &DefaultOps);
-        let mut buf = Vec::new();
-        if work > 0 {
-            p.work_size = work + CACHE_LINE_SIZE * p.n_threads as usize;
-            buf = vec![0u8; p.work_size];
-            p.work_data = buf.as_mut_ptr();
-        }
-        p.use_ref = use_ref;
-        let k = |params: &ComputeParams, t: TensorPtr| {
-            kernel(params, t);
-            Status::SUCCESS
-        };
-        // SAFETY: no pool is named; the work buffer lives until the call returns.
-        assert_eq!(unsafe { compute(&g, &p, &k) }, Status::SUCCESS);
-        drop(buf);
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::testing::*;
     use super::*;
     use crate::core::ops::norm as ops;
+    use crate::cpu::kernels::testing::*;
 
     fn rows(x: &[f64], n: usize) -> impl Iterator<Item = &[f64]> {
         x.chunks(n)
@@ -534,7 +413,7 @@ mod tests {
                         r.iter().map(move |v| (v - mean) / (var + 1e-5).sqrt()).collect::<Vec<_>>()
                     })
                     .collect();
-                assert!(nmse(&get(t), &want) < 1e-12);
+                assert!(nmse(&values(t), &want) < 1e-12);
 
                 let t = ops::rms_norm(&mut c, a, 1e-6);
                 run(&mut c, t, rms_norm, n_threads, 0, use_ref);
@@ -544,7 +423,7 @@ mod tests {
                         r.iter().map(move |v| v / (ms + 1e-6).sqrt()).collect::<Vec<_>>()
                     })
                     .collect();
-                assert!(nmse(&get(t), &want) < 1e-12);
+                assert!(nmse(&values(t), &want) < 1e-12);
 
                 let t = ops::l2_norm(&mut c, a, 1e-12);
                 run(&mut c, t, l2_norm, n_threads, 0, use_ref);
@@ -554,7 +433,7 @@ mod tests {
                         r.iter().map(move |v| v / len).collect::<Vec<_>>()
                     })
                     .collect();
-                assert!(nmse(&get(t), &want) < 1e-12);
+                assert!(nmse(&values(t), &want) < 1e-12);
 
                 // in place, on the same data
                 let t = ops::rms_norm_inplace(&mut c, a, 1e-6);
@@ -565,7 +444,7 @@ mod tests {
                         r.iter().map(move |v| v / (ms + 1e-6).sqrt()).collect::<Vec<_>>()
                     })
                     .collect();
-                assert!(nmse(&get(a), &want) < 1e-12);
+                assert!(nmse(&values(a), &want) < 1e-12);
             }
         }
     }
@@ -581,7 +460,7 @@ mod tests {
         at.get_mut().nb = [24, 4, 240, 240];
         let t = ops::norm(&mut c, at, 0.0);
         run(&mut c, t, norm, 2, 0, false);
-        let got = get(t);
+        let got = values(t);
         for col in 0..6 {
             let r: Vec<f64> = (0..10).map(|i| x[i * 6 + col]).collect();
             let mean = r.iter().sum::<f64>() / 10.0;
@@ -610,7 +489,7 @@ mod tests {
                 let gx: f64 = xr.iter().zip(gr).map(|(a, b)| a * b).sum();
                 want.extend(xr.iter().zip(gr).map(|(xi, gi)| gi / r - xi * gx / (19.0 * r * r * r)));
             }
-            assert!(nmse(&get(t), &want) < 1e-10);
+            assert!(nmse(&values(t), &want) < 1e-10);
         }
     }
 
@@ -624,7 +503,7 @@ mod tests {
             let x = random(a, &mut rng, -1.0, 2.0);
             let t = ops::group_norm(&mut c, a, 3, 1e-6);
             run(&mut c, t, group_norm, 2, 0, use_ref);
-            let got = get(t);
+            let got = values(t);
             let plane = 15;
             for s in 0..2 {
                 for (start, end) in [(0, 3), (3, 6), (6, 7)] {

@@ -382,9 +382,9 @@ unsafe fn copy_units(to: *mut u8, sto: usize, from: *const u8, sfrom: usize, n: 
 
 #[cfg(test)]
 mod tests {
-    use super::super::copy::testing::*;
     use super::*;
     use crate::core::ops::{reduce as ops, shape};
+    use crate::cpu::kernels::testing::*;
 
     #[test]
     fn sums_and_means() {

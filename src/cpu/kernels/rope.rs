@@ -444,9 +444,9 @@ mod avx2 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::norm::testing::*;
     use super::*;
     use crate::core::ops::rope as ops;
+    use crate::cpu::kernels::testing::*;
 
     /// The f64 reference: ggml's angle formulas (YaRN included) evaluated in f64 per element.
     #[allow(clippy::too_many_arguments)]
@@ -532,7 +532,7 @@ mod tests {
         n_offs: usize,
     }
 
-    fn check(case: &Case, forward: bool, use_ref: bool, n_threads: i32) {
+    fn check(case: &Case, forward: bool, use_ref: bool, n_threads: usize) {
         let mut c = ctx();
         let mut rng = Rng::new(11);
         let ne = case.ne;
@@ -542,7 +542,7 @@ mod tests {
         let n_pos = ne[2] * if multi { 4 } else { 1 };
         let pos = c.new_tensor(Type::I32, &[n_pos as i64]);
         let positions: Vec<i32> = (0..n_pos).map(|i| (i as i32 * 37) % 101 - 5).collect();
-        set(pos, &positions.iter().map(|&p| p as f32).collect::<Vec<_>>());
+        put(pos, |i| f64::from(positions[i]));
         let vision = case.mode == rope_type::VISION;
         let n_ff = if vision { ne[0] / 2 } else { case.n_dims as usize / 2 };
         let ff = case.ff.then(|| {
@@ -571,10 +571,10 @@ mod tests {
         }
         assert!(rope_supports(&t));
         let kernel = if forward { rope } else { rope_back };
-        run(&mut c, t, kernel, n_threads, rope_work_size(&t, n_threads as usize), use_ref);
+        run(&mut c, t, kernel, n_threads, rope_work_size(&t, n_threads), use_ref);
         let secs = if multi { sections } else { [0; 4] };
         let want = reference(&x, ne, &positions, ff.as_ref().map(|f| f.1.as_slice()), &p, secs, case.n_offs, forward);
-        let e = nmse(&get(t), &want);
+        let e = nmse(&values(t), &want);
         let tolerance = if case.ty == Type::F16 { 1e-6 } else { 1e-11 };
         assert!(
             e < tolerance,
@@ -636,10 +636,10 @@ mod tests {
         let a = c.new_tensor(Type::F32, &[12, 2, 3]);
         let x = random(a, &mut rng, -1.0, 1.0);
         let pos = c.new_tensor(Type::I32, &[3]);
-        set(pos, &[0.0, 1.0, 2.0]);
+        put(pos, |i| i as f64);
         let t = ops::rope_inplace(&mut c, a, pos, 8, rope_type::NEOX);
         run(&mut c, t, rope, 2, rope_work_size(&t, 2), false);
-        let got = get(a);
+        let got = values(a);
         let p = RopeParams::new(8, rope_type::NEOX);
         let want = reference(&x, [12, 2, 3, 1], &[0, 1, 2], None, &p, [0; 4], 0, true);
         assert!(nmse(&got, &want) < 1e-12);

@@ -335,9 +335,9 @@ pub fn soft_max_back(params: &ComputeParams, dst: TensorPtr) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::norm::testing::*;
     use super::*;
     use crate::core::ops::softmax as ops;
+    use crate::cpu::kernels::testing::*;
 
     /// softmax(x * scale + slope(head) * mask) with optional sinks, in f64.
     fn reference(
@@ -418,8 +418,8 @@ mod tests {
                         let mut vals: Vec<f32> = (0..m.nelements()).map(|_| rng.uniform(-1.0, 1.0)).collect();
                         vals[3] = f32::NEG_INFINITY;
                         vals[40] = f32::NEG_INFINITY;
-                        set(m, &vals);
-                        (m, get(m))
+                        put(m, |i| f64::from(vals[i]));
+                        (m, values(m))
                     });
                     let t = ops::soft_max_ext(&mut c, a, mask.as_ref().map(|m| m.0), 0.7, max_bias);
                     let sink_vals = with_sinks.then(|| {
@@ -437,7 +437,7 @@ mod tests {
                         max_bias,
                         sink_vals.as_deref(),
                     );
-                    let e = nmse(&get(t), &want);
+                    let e = nmse(&values(t), &want);
                     assert!(e < 1e-12, "mask {mask_type:?} bias {max_bias} sinks {with_sinks}: {e}");
                 }
             }
@@ -452,7 +452,7 @@ mod tests {
         let x = random(a, &mut rng, -10.0, 10.0);
         let t = ops::soft_max_inplace(&mut c, a);
         run(&mut c, t, soft_max, 2, soft_max_work_size(&t, 2), false);
-        assert!(nmse(&get(a), &reference(&x, [40, 7, 1, 1], None, 1.0, 0.0, None)) < 1e-12);
+        assert!(nmse(&values(a), &reference(&x, [40, 7, 1, 1], None, 1.0, 0.0, None)) < 1e-12);
     }
 
     #[test]
@@ -471,7 +471,7 @@ mod tests {
                 let dot: f64 = g.iter().zip(s).map(|(a, b)| a * b).sum();
                 want.extend(g.iter().zip(s).map(|(gi, si)| 0.5 * si * (gi - dot)));
             }
-            assert!(nmse(&get(t), &want) < 1e-12);
+            assert!(nmse(&values(t), &want) < 1e-12);
         }
     }
 }

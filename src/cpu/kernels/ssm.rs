@@ -468,10 +468,10 @@ pub fn gated_delta_net(params: &ComputeParams, dst: TensorPtr) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::conv::testing::*;
     use super::*;
     use crate::core::context::Context;
     use crate::core::ops::ssm as ops;
+    use crate::cpu::kernels::testing::*;
 
     fn tensor(c: &mut Context, ne: &[i64], seed: u64, scale: f64) -> (TensorPtr, Vec<f64>) {
         let t = c.new_tensor(Type::F32, ne);

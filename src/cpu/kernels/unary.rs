@@ -619,9 +619,9 @@ mod avx2_rows {
 
 #[cfg(test)]
 mod tests {
-    use super::super::copy::testing::*;
     use super::*;
     use crate::core::ops::{elementwise, glu as glu_ops, shape, unary as unary_ops};
+    use crate::cpu::kernels::testing::*;
 
     fn tol(ty: Type) -> f64 {
         match ty {

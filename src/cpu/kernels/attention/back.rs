@@ -184,7 +184,7 @@ pub fn flash_attn_back(params: &ComputeParams, dst: TensorPtr) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::kernels::norm::testing::*;
+    use crate::cpu::kernels::testing::*;
 
     /// The gradients of `sum(d * softmax(K q / sqrt(D)) V)` in f64, laid out as the result.
     #[test]
@@ -217,7 +217,7 @@ mod tests {
                 }
                 assert!(flash_attn_back_supports(&node));
                 run(&mut c, node, flash_attn_back, 3, flash_attn_back_work_size(&node, 3), use_ref);
-                let got = get(node);
+                let got = values(node);
 
                 let mut want = vec![0.0f64; got.len()];
                 let scale = 1.0 / (dim as f64).sqrt();

@@ -3,18 +3,17 @@
 use super::*;
 use crate::core::context::Context;
 use crate::core::ops::attention as ops;
-use crate::cpu::kernels::norm::testing::*;
+use crate::cpu::kernels::testing::*;
 use crate::quants::traits::type_traits;
 
 /// Fills a contiguous tensor of any type with a row converter with uniform values and
 /// returns the values it then holds, as f64.
 fn fill_any(t: TensorPtr, rng: &mut Rng, lo: f32, hi: f32) -> Vec<f64> {
+    if t.type_ == Type::F32 {
+        return random(t, rng, lo, hi);
+    }
     let n = t.nelements() as usize;
     let x: Vec<f32> = (0..n).map(|_| rng.uniform(lo, hi)).collect();
-    if t.type_ == Type::F32 {
-        set(t, &x);
-        return get(t);
-    }
     let traits = type_traits(t.type_);
     let mut y = vec![0.0f32; n];
     // SAFETY: the tensor is contiguous and allocated, holding n values of its type.
@@ -96,8 +95,8 @@ fn build(c: &mut Context, case: &Case, rng: &mut Rng) -> Built {
                 }
             }
         }
-        set(m, &vals);
-        (Some(m), Some(get(m)))
+        put(m, |i| f64::from(vals[i]));
+        (Some(m), Some(values(m)))
     } else {
         (None, None)
     };
@@ -160,8 +159,8 @@ fn check(case: &Case, tolerance: f64) {
         let mut rng = Rng::new(21);
         let b = build(&mut c, case, &mut rng);
         assert!(flash_attn_ext_supports(&b.node));
-        run(&mut c, b.node, flash_attn_ext, n_threads, flash_attn_ext_work_size(&b.node, n_threads as usize), use_ref);
-        let got = get(b.node);
+        run(&mut c, b.node, flash_attn_ext, n_threads, flash_attn_ext_work_size(&b.node, n_threads), use_ref);
+        let got = values(b.node);
         let want = reference(case, &b);
         let e = nmse(&got, &want);
         assert!(
@@ -265,12 +264,12 @@ fn model_row(half: Half, q: &[f64], keys: &[Vec<u16>], values: &[Vec<u16>], scal
 }
 
 /// Runs `case` on `n_threads` threads and returns the built operands and the result.
-fn compute_case(case: &Case, n_threads: i32, use_ref: bool) -> (Built, Vec<f64>) {
+fn compute_case(case: &Case, n_threads: usize, use_ref: bool) -> (Built, Vec<f64>) {
     let mut c = ctx();
     let mut rng = Rng::new(21);
     let b = build(&mut c, case, &mut rng);
-    run(&mut c, b.node, flash_attn_ext, n_threads, flash_attn_ext_work_size(&b.node, n_threads as usize), use_ref);
-    let got = get(b.node);
+    run(&mut c, b.node, flash_attn_ext, n_threads, flash_attn_ext_work_size(&b.node, n_threads), use_ref);
+    let got = values(b.node);
     (b, got)
 }
 

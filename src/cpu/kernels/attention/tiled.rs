@@ -319,7 +319,7 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::kernels::norm::testing::Rng;
+    use crate::cpu::kernels::testing::Rng;
 
     #[test]
     fn simd_tiles_are_the_scalar_chains_bit_for_bit() {
