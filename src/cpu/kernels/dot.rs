@@ -35,6 +35,9 @@ use super::simd;
 
 /// The most weight rows a tile covers.
 pub const MAX_ROWS: usize = 4;
+/// The most weight rows one [`DotKernel::tile`] call takes: its tiles then run back to back
+/// on the same activation rows, with the rows' views and the dispatch paid once.
+pub const MAX_PANEL_ROWS: usize = 16;
 /// The most activation rows every format's tile covers.
 pub const MAX_COLS: usize = 2;
 /// The most activation rows a tile covers: the formats with AVX-512 tiles take up to
@@ -1005,8 +1008,9 @@ impl DotKernel {
     }
 
     /// `out[r·ys.len() + c] = xs[r] · ys[c]` over `n` values: `xs` are rows of the weight type,
-    /// `ys` rows of the activation type, each at least `n` values long; 1 to [`MAX_ROWS`] rows
-    /// and 1 to [`DotKernel::cols`] columns. `simd` allows the SIMD path.
+    /// `ys` rows of the activation type, each at least `n` values long; 1 to
+    /// [`MAX_PANEL_ROWS`] rows (in tiles of [`MAX_ROWS`]) and 1 to [`DotKernel::cols`]
+    /// columns. `simd` allows the SIMD path.
     pub fn tile(&self, n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32], simd: bool) {
         (self.tile)(n, xs, ys, out, simd);
     }
@@ -1031,52 +1035,59 @@ fn view<T: Copy>(bytes: &[u8], units: usize) -> &[T] {
 
 fn erased_tile<T: VecDot>(n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32], simd: bool) {
     crate::ggml_assert!(n.is_multiple_of(T::QK), "vec_dot: {} values are not whole {} blocks", n, T::TYPE.name());
+    let (rows, cols) = (xs.len(), ys.len());
+    crate::ggml_assert!(rows <= MAX_PANEL_ROWS && cols <= MAX_WIDE_COLS, "vec_dot: no {}x{} panel", rows, cols);
+    crate::ggml_assert!(out.len() >= rows * cols, "vec_dot: output too short");
     let units = n / T::QK;
-    fn run<T: VecDot, const R: usize, const C: usize>(
-        units: usize,
-        xs: &[&[u8]],
-        ys: &[&[u8]],
-        out: &mut [f32],
-        simd: bool,
-    ) {
-        let x: [&[T]; R] = std::array::from_fn(|r| view::<T>(xs[r], units));
-        let y: [&[T::Rhs]; C] = std::array::from_fn(|c| view::<T::Rhs>(ys[c], units));
-        let res = T::tile::<R, C>(&x, &y, simd);
+    let mut x: [&[T]; MAX_PANEL_ROWS] = [&[]; MAX_PANEL_ROWS];
+    for (v, bytes) in x.iter_mut().zip(xs) {
+        *v = view::<T>(bytes, units);
+    }
+    let mut y: [&[T::Rhs]; MAX_WIDE_COLS] = [&[]; MAX_WIDE_COLS];
+    for (v, bytes) in y.iter_mut().zip(ys) {
+        *v = view::<T::Rhs>(bytes, units);
+    }
+    fn run<T: VecDot, const R: usize, const C: usize>(x: &[&[T]], y: &[&[T::Rhs]], out: &mut [f32], simd: bool) {
+        let x: &[&[T]; R] = x[..R].try_into().expect("R rows");
+        let y: &[&[T::Rhs]; C] = y[..C].try_into().expect("C columns");
+        let res = T::tile::<R, C>(x, y, simd);
         for r in 0..R {
             out[r * C..(r + 1) * C].copy_from_slice(&res[r]);
         }
     }
-    crate::ggml_assert!(out.len() >= xs.len() * ys.len(), "vec_dot: output too short");
-    match (xs.len(), ys.len()) {
-        (1, 1) => run::<T, 1, 1>(units, xs, ys, out, simd),
-        (2, 1) => run::<T, 2, 1>(units, xs, ys, out, simd),
-        (3, 1) => run::<T, 3, 1>(units, xs, ys, out, simd),
-        (4, 1) => run::<T, 4, 1>(units, xs, ys, out, simd),
-        (1, 2) => run::<T, 1, 2>(units, xs, ys, out, simd),
-        (2, 2) => run::<T, 2, 2>(units, xs, ys, out, simd),
-        (3, 2) => run::<T, 3, 2>(units, xs, ys, out, simd),
-        (4, 2) => run::<T, 4, 2>(units, xs, ys, out, simd),
-        // the wider tiles exist only for the formats that use them
-        (r, c) if T::AVX512_COLS > MAX_COLS && c <= T::AVX512_COLS => match (r, c) {
-            (1, 3) => run::<T, 1, 3>(units, xs, ys, out, simd),
-            (2, 3) => run::<T, 2, 3>(units, xs, ys, out, simd),
-            (3, 3) => run::<T, 3, 3>(units, xs, ys, out, simd),
-            (4, 3) => run::<T, 4, 3>(units, xs, ys, out, simd),
-            (1, 4) => run::<T, 1, 4>(units, xs, ys, out, simd),
-            (2, 4) => run::<T, 2, 4>(units, xs, ys, out, simd),
-            (3, 4) => run::<T, 3, 4>(units, xs, ys, out, simd),
-            (4, 4) => run::<T, 4, 4>(units, xs, ys, out, simd),
-            (1, 5) => run::<T, 1, 5>(units, xs, ys, out, simd),
-            (2, 5) => run::<T, 2, 5>(units, xs, ys, out, simd),
-            (3, 5) => run::<T, 3, 5>(units, xs, ys, out, simd),
-            (4, 5) => run::<T, 4, 5>(units, xs, ys, out, simd),
-            (1, 6) => run::<T, 1, 6>(units, xs, ys, out, simd),
-            (2, 6) => run::<T, 2, 6>(units, xs, ys, out, simd),
-            (3, 6) => run::<T, 3, 6>(units, xs, ys, out, simd),
-            (4, 6) => run::<T, 4, 6>(units, xs, ys, out, simd),
+    for r0 in (0..rows).step_by(MAX_ROWS) {
+        let (x, out) = (&x[r0..], &mut out[r0 * cols..]);
+        match ((rows - r0).min(MAX_ROWS), cols) {
+            (1, 1) => run::<T, 1, 1>(x, &y, out, simd),
+            (2, 1) => run::<T, 2, 1>(x, &y, out, simd),
+            (3, 1) => run::<T, 3, 1>(x, &y, out, simd),
+            (4, 1) => run::<T, 4, 1>(x, &y, out, simd),
+            (1, 2) => run::<T, 1, 2>(x, &y, out, simd),
+            (2, 2) => run::<T, 2, 2>(x, &y, out, simd),
+            (3, 2) => run::<T, 3, 2>(x, &y, out, simd),
+            (4, 2) => run::<T, 4, 2>(x, &y, out, simd),
+            // the wider tiles exist only for the formats that use them
+            (r, c) if T::AVX512_COLS > MAX_COLS && c <= T::AVX512_COLS => match (r, c) {
+                (1, 3) => run::<T, 1, 3>(x, &y, out, simd),
+                (2, 3) => run::<T, 2, 3>(x, &y, out, simd),
+                (3, 3) => run::<T, 3, 3>(x, &y, out, simd),
+                (4, 3) => run::<T, 4, 3>(x, &y, out, simd),
+                (1, 4) => run::<T, 1, 4>(x, &y, out, simd),
+                (2, 4) => run::<T, 2, 4>(x, &y, out, simd),
+                (3, 4) => run::<T, 3, 4>(x, &y, out, simd),
+                (4, 4) => run::<T, 4, 4>(x, &y, out, simd),
+                (1, 5) => run::<T, 1, 5>(x, &y, out, simd),
+                (2, 5) => run::<T, 2, 5>(x, &y, out, simd),
+                (3, 5) => run::<T, 3, 5>(x, &y, out, simd),
+                (4, 5) => run::<T, 4, 5>(x, &y, out, simd),
+                (1, 6) => run::<T, 1, 6>(x, &y, out, simd),
+                (2, 6) => run::<T, 2, 6>(x, &y, out, simd),
+                (3, 6) => run::<T, 3, 6>(x, &y, out, simd),
+                (4, 6) => run::<T, 4, 6>(x, &y, out, simd),
+                (r, c) => crate::ggml_abort!("vec_dot: no {}x{} tile", r, c),
+            },
             (r, c) => crate::ggml_abort!("vec_dot: no {}x{} tile", r, c),
-        },
-        (r, c) => crate::ggml_abort!("vec_dot: no {}x{} tile", r, c),
+        }
     }
 }
 
@@ -1258,6 +1269,13 @@ mod tests {
             rows.iter().map(|r| unsafe { std::slice::from_raw_parts(r.as_ptr().cast::<u8>(), r.len() * 34) }).collect();
         let mut full = [0.0f32; 8];
         k.tile(64, &bytes[..4], &bytes[..2], &mut full, true);
+        // a panel of 11 rows (the four, again and again) in tiles of four
+        let panel: Vec<&[u8]> = (0..11).map(|r| bytes[r % 4]).collect();
+        let mut out = [0.0f32; 22];
+        k.tile(64, &panel, &bytes[..2], &mut out, true);
+        for (r, row) in out.chunks(2).enumerate() {
+            assert_eq!(row, &full[(r % 4) * 2..(r % 4) * 2 + 2], "panel row {r}");
+        }
         for nr in 1..=4 {
             for nc in 1..=2 {
                 let mut out = [0.0f32; 8];

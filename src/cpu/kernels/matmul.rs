@@ -9,8 +9,9 @@
 //! chunks of about 16×16 (64 rows when one side is a single row or column, one chunk per
 //! thread when there would be fewer than four chunks per thread); each thread starts with
 //! chunk `ith` and takes the next free one from the team's counter. Inside a chunk, the
-//! [`DotKernel`] tiles cover up to [`MAX_ROWS`] weight rows times [`MAX_COLS`] activation
-//! columns per pass, so a batch decodes each weight block once for several columns.
+//! [`DotKernel`] tiles cover up to [`dot::MAX_ROWS`] weight rows times [`dot::MAX_COLS`] activation
+//! columns per pass (more on AVX-512), so a batch decodes each weight block once for several
+//! columns; one kernel call runs a panel of such tiles down 16 weight rows.
 //!
 //! `mul_mat_id` converts the same way, then groups the (slot, token) pairs by the expert
 //! they route to, and runs each expert's group like a `mul_mat`, with a chunk counter per
@@ -24,7 +25,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::dot::{self, DotKernel, MAX_ROWS, MAX_WIDE_COLS};
+use super::dot::{self, DotKernel, MAX_PANEL_ROWS, MAX_WIDE_COLS};
 use super::{copy, simd};
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
@@ -35,8 +36,9 @@ use crate::quants::half::Bf16;
 use crate::quants::k_quants::{BlockQ8K, quantize_row_q8_k};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
-/// Rows and columns of the result walked together inside a chunk (a cache block).
-const BLOCK_ROWS: i64 = 16;
+/// Rows and columns of the result walked together inside a chunk (a cache block): a panel of
+/// weight rows per kernel call.
+const BLOCK_ROWS: i64 = MAX_PANEL_ROWS as i64;
 const BLOCK_COLS: i64 = 24;
 
 fn source(dst: TensorPtr, i: usize) -> TensorPtr {
@@ -55,6 +57,28 @@ fn use_simd(params: &ComputeParams) -> bool {
 /// Whether `src1` must be converted (or gathered) into the scratch before the products.
 fn needs_conversion(src1: &Tensor, vec_dot_type: Type) -> bool {
     src1.type_ != vec_dot_type || src1.nb[0] != src1.type_.type_size()
+}
+
+/// Where in a cache line the activation rows should start: where the weights' rows start, for
+/// the float formats whose rows are whole lines long (every row then starts at the same place
+/// in its line). The float tiles take a short first step up to the weights' next aligned
+/// address, so activations placed like the weights make every later load of the tile aligned
+/// (a load across two cache lines costs about two).
+fn line_offset(src0: &Tensor, vec_dot_type: Type) -> Option<usize> {
+    let float = matches!(vec_dot_type, Type::F32 | Type::F16 | Type::BF16);
+    let whole_lines = vec_dot_type.row_size(src0.ne[0]).is_multiple_of(CACHE_LINE_SIZE)
+        && [1, 2, 3].iter().all(|&d| src0.nb[d].is_multiple_of(CACHE_LINE_SIZE));
+    (float && whole_lines).then_some(src0.data as usize % CACHE_LINE_SIZE)
+}
+
+/// Whether F32 activations already in the activation format are copied anyway, to the weights'
+/// place in the cache line ([`line_offset`]), because their rows start elsewhere.
+fn realign(src0: &Tensor, src1: &Tensor, vec_dot_type: Type) -> bool {
+    let Some(offset) = line_offset(src0, vec_dot_type) else { return false };
+    let in_line = |t: &Tensor| {
+        t.data as usize % CACHE_LINE_SIZE == offset && t.nb[1..].iter().all(|nb| nb.is_multiple_of(CACHE_LINE_SIZE))
+    };
+    !needs_conversion(src1, vec_dot_type) && !in_line(src1)
 }
 
 fn ceil_div(a: i64, b: i64) -> i64 {
@@ -225,8 +249,8 @@ struct Column<'a> {
     dst: *mut f32,
 }
 
-/// One weight tensor's rows times activation columns, in tiles of up to [`MAX_ROWS`] rows and
-/// [`MAX_COLS`] columns over whole rows. (Splitting the rows into cache-sized panels along `k`
+/// One weight tensor's rows times activation columns, in tiles of up to [`dot::MAX_ROWS`] rows and
+/// [`dot::MAX_COLS`] columns over whole rows. (Splitting the rows into cache-sized panels along `k`
 /// was measured and gained nothing: the tiles are bound by their arithmetic, not by the
 /// second-level cache.)
 struct Product<'a> {
@@ -247,34 +271,31 @@ impl<'a> Product<'a> {
         self.kernel.cols() as i64
     }
 
-    /// Writes `w[row] · column` to each column's destination, for `rows` of the matrix that
-    /// starts at byte `w_offset`.
+    /// Writes `w[row] · column` to each column's destination, for `rows` (at most
+    /// [`MAX_PANEL_ROWS`]) of the matrix that starts at byte `w_offset`.
     fn run(&self, w_offset: usize, rows: std::ops::Range<i64>, cols: &[Column]) {
         let row_bytes = self.w.type_.row_size(self.n as i64);
+        let nr = (rows.end - rows.start) as usize;
+        let mut xs: [&[u8]; MAX_PANEL_ROWS] = [&[]; MAX_PANEL_ROWS];
+        for (k, x) in xs[..nr].iter_mut().enumerate() {
+            let row = rows.start as usize + k;
+            // SAFETY: row < ne01 of the weight matrix at `w_offset`, read only.
+            *x = unsafe { data_bytes(self.w, w_offset + row * self.w.nb[1], row_bytes) };
+        }
         for group in cols.chunks(self.kernel.cols()) {
             let mut acts: [&[u8]; MAX_WIDE_COLS] = [&[]; MAX_WIDE_COLS];
             for (a, c) in acts.iter_mut().zip(group) {
                 *a = c.act;
             }
-            let mut out = [0.0f32; MAX_ROWS * MAX_WIDE_COLS];
-            let mut ir = rows.start;
-            while ir < rows.end {
-                let nr = ((rows.end - ir) as usize).min(MAX_ROWS);
-                let mut xs: [&[u8]; MAX_ROWS] = [&[]; MAX_ROWS];
-                for (k, x) in xs.iter_mut().enumerate().take(nr) {
-                    // SAFETY: row ir + k < ne01 of the weight matrix at `w_offset`, read only.
-                    *x = unsafe { data_bytes(self.w, w_offset + (ir as usize + k) * self.w.nb[1], row_bytes) };
+            let mut out = [0.0f32; MAX_PANEL_ROWS * MAX_WIDE_COLS];
+            self.kernel.tile(self.n, &xs[..nr], &acts[..group.len()], &mut out, self.simd);
+            for (c, col) in group.iter().enumerate() {
+                for k in 0..nr {
+                    // SAFETY: the destination column holds ne0 = ne01 floats and
+                    // rows.start + k < ne01. Each (row, column) of dst belongs to one chunk, so
+                    // no other thread writes it.
+                    unsafe { col.dst.add(rows.start as usize + k).write(out[k * group.len() + c]) };
                 }
-                self.kernel.tile(self.n, &xs[..nr], &acts[..group.len()], &mut out, self.simd);
-                for (c, col) in group.iter().enumerate() {
-                    for k in 0..nr {
-                        // SAFETY: the destination column holds ne0 = ne01 floats and
-                        // ir + k < ne01. Each (row, column) of dst belongs to one chunk, so no
-                        // other thread writes it.
-                        unsafe { col.dst.add(ir as usize + k).write(out[k * group.len() + c]) };
-                    }
-                }
-                ir += nr as i64;
             }
         }
     }
@@ -346,14 +367,21 @@ pub fn out_prod_supports(node: &Tensor) -> bool {
 
 /// Scratch bytes for a MUL_MAT node: the converted `src1`, when it needs converting. That is
 /// ggml's size, except that `src1` with strided elements gets scratch here even when it is
-/// already in the activation format (ggml refuses such a `src1`).
+/// already in the activation format (ggml refuses such a `src1`), that float conversions get
+/// a cache line more (to start at [`line_offset`]), and that F32 products always get room for
+/// a copy of `src1`: the plan is made before the data has its addresses, and the product may
+/// [`realign`] its activations.
 pub fn mul_mat_work_size(node: &Tensor, _n_tasks: usize) -> usize {
     // SAFETY: a MUL_MAT node's sources are live tensors of the graph.
     let (Some(src0), Some(src1)) = (unsafe { node.src[0].as_ref() }, unsafe { node.src[1].as_ref() }) else {
         return 0;
     };
     match DotKernel::for_type(src0.type_) {
-        Some(k) if needs_conversion(src1, k.vec_dot_type) => k.vec_dot_type.row_size(src1.nelements()),
+        Some(k) if needs_conversion(src1, k.vec_dot_type) => {
+            let line = if line_offset(src0, k.vec_dot_type).is_some() { CACHE_LINE_SIZE } else { 0 };
+            k.vec_dot_type.row_size(src1.nelements()) + line
+        }
+        Some(k) if k.vec_dot_type == Type::F32 => 4 * src1.nelements() as usize + CACHE_LINE_SIZE,
         _ => 0,
     }
 }
@@ -384,9 +412,16 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
     crate::ggml_assert!(src0.nb[0] == src0.type_.type_size(), "mul_mat: src0 rows must be packed");
     crate::ggml_assert!(dst.type_ == Type::F32 && dst.nb[0] == 4, "mul_mat: the result must be F32 with packed rows");
 
-    let (wdata, wsize) = scratch(params);
-    let converted = needs_conversion(&src1, vdt);
+    let (mut wdata, mut wsize) = scratch(params);
+    // A caller's own plan may leave no room for the line offset: the rows start on a line then,
+    // and are read where they are when they need no conversion.
+    let offset = line_offset(&src0, vdt).filter(|&o| vdt.row_size(src1.nelements()) + o <= wsize);
+    let converted =
+        needs_conversion(&src1, vdt) || (use_simd(params) && offset.is_some() && realign(&src0, &src1, vdt));
     if converted {
+        let offset = offset.unwrap_or(0);
+        // SAFETY: offset <= wsize keeps the pointer inside the scratch.
+        (wdata, wsize) = (unsafe { wdata.add(offset) }, wsize - offset);
         convert_src1(params, &src1, vdt, wdata, wsize);
     }
     params.barrier();
@@ -409,25 +444,30 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
         let cols = dr1 * c1..(dr1 * c1 + dr1).min(nr1);
         for cb in (cols.start..cols.end).step_by(BLOCK_COLS as usize) {
             let cb_end = (cb + BLOCK_COLS).min(cols.end);
-            // The block's columns, in runs that multiply the same src0 matrix.
+            // The block's columns, in runs that multiply the same src0 matrix; the column's
+            // indices are counted up rather than divided out column by column.
             let mut ir1 = cb;
+            let (mut i11, mut i12, mut i13) = (ir1 % ne1, (ir1 / ne1) % ne2, ir1 / (ne1 * ne2));
             while ir1 < cb_end {
                 let mut run: [Option<Column>; BLOCK_COLS as usize] = [None; BLOCK_COLS as usize];
-                let mut matrix = (0, 0);
+                let matrix = (i12 / r2, i13 / r3);
                 let mut count = 0;
-                while ir1 < cb_end {
-                    let (i11, i12, i13) = (ir1 % ne1, (ir1 / ne1) % ne2, ir1 / (ne1 * ne2));
-                    let m = (i12 / r2, i13 / r3);
-                    if count > 0 && m != matrix {
-                        break;
-                    }
-                    matrix = m;
+                while ir1 < cb_end && (i12 / r2, i13 / r3) == matrix {
                     let dst_off = i11 as usize * dst.nb[1] + i12 as usize * dst.nb[2] + i13 as usize * dst.nb[3];
                     // SAFETY: the column exists in dst (indices from its shape).
                     let dst_col = unsafe { dst.data.cast::<u8>().add(dst_off).cast::<f32>() };
                     run[count] = Some(Column { act: acts.row(i11, i12, i13), dst: dst_col });
                     count += 1;
                     ir1 += 1;
+                    i11 += 1;
+                    if i11 == ne1 {
+                        i11 = 0;
+                        i12 += 1;
+                        if i12 == ne2 {
+                            i12 = 0;
+                            i13 += 1;
+                        }
+                    }
                 }
                 let first = run[0].unwrap_or_else(|| crate::ggml_abort!("mul_mat: empty column run"));
                 let columns: [Column; BLOCK_COLS as usize] = std::array::from_fn(|k| run[k].unwrap_or(first));
@@ -747,6 +787,7 @@ fn typed_row(bytes: &[u8]) -> &[f32] {
 
 #[cfg(test)]
 mod tests {
+    use super::tests_support::placed;
     use super::*;
     use crate::backend::interface::Status;
     use crate::core::context::Context;
@@ -916,6 +957,35 @@ mod tests {
         // every run computes the same, up to float rounding
         for r in &results[1..] {
             assert!(nmse(r, &results[0]) < 1e-9, "{} {layout}: runs disagree", ty.name());
+        }
+    }
+
+    #[test]
+    fn activations_are_realigned_to_the_weights_line_offset() {
+        for (ty, k) in [(Type::F32, 64), (Type::F32, 72), (Type::F16, 96), (Type::BF16, 64)] {
+            for (wo, ao) in [(0, 0), (32, 0), (0, 32), (16, 48), (48, 48), (4, 8)] {
+                let mut c = ctx();
+                let mut rng = Rng::new(7);
+                let a = placed(&mut c, ty, k, 5, wo);
+                let b = placed(&mut c, Type::F32, k, 7, ao);
+                let (av, bv) = (fill(a, &mut rng), fill(b, &mut rng));
+                let rows_in_lines = ty.row_size(k).is_multiple_of(CACHE_LINE_SIZE);
+                assert_eq!(line_offset(&a, ty), rows_in_lines.then_some(wo));
+                assert_eq!(realign(&a, &b, ty), ty == Type::F32 && rows_in_lines && wo != ao);
+                let d = ops::mul_mat(&mut c, a, b);
+                for (threads, use_ref) in [(1, false), (3, false), (1, true)] {
+                    run(&mut c, d, threads, use_ref);
+                    let got: Vec<f64> = all(&d).into_iter().map(|i| at(&d, i)).collect();
+                    let want: Vec<f64> = all(&d)
+                        .into_iter()
+                        .map(|[i0, i1, ..]| {
+                            (0..k).map(|kk| av[(kk + k * i0) as usize] * bv[(kk + k * i1) as usize]).sum()
+                        })
+                        .collect();
+                    let e = nmse(&got, &want);
+                    assert!(e < tolerance(ty), "{} k={k} at {wo}/{ao}, {threads} threads: nmse {e}", ty.name());
+                }
+            }
         }
     }
 
@@ -1108,10 +1178,11 @@ mod tests {
         assert_eq!(mul_mat_work_size(&d, 4), 6 * 2 * 34);
         let a = c.new_tensor(Type::F32, &[64, 8]);
         let d = ops::mul_mat(&mut c, a, b);
-        assert_eq!(mul_mat_work_size(&d, 4), 0);
+        // Room to realign the activations: a copy and a cache line (ggml: none).
+        assert_eq!(mul_mat_work_size(&d, 4), 6 * 64 * 4 + 64);
         let a = c.new_tensor(Type::F16, &[64, 8]);
         let d = ops::mul_mat(&mut c, a, b);
-        assert_eq!(mul_mat_work_size(&d, 4), 6 * 64 * 2);
+        assert_eq!(mul_mat_work_size(&d, 4), 6 * 64 * 2 + 64);
         let ob = c.new_tensor(Type::F32, &[5, 8]);
         let o = ops::out_prod(&mut c, a, ob);
         assert_eq!(out_prod_work_size(&o, 3), 4 * 64 * 3);
@@ -1130,9 +1201,10 @@ mod bench {
 
     /// Throughput of mul_mat on one thread: 4096×4096 weights (F32 and Q4_0) times 1 and 64
     /// columns. Run with `cargo test --release --lib matmul::bench -- --ignored --nocapture`.
-    /// `MM_BENCH=TYPES:COLS[:K]` picks the cases instead, SIMD path only (for profiling and
+    /// `MM_BENCH=TYPES:COLS[:K[:M]]` picks the cases instead, SIMD path only (for profiling and
     /// for comparing tiles, e.g. `MM_BENCH=f16,q4_0:1,512:14336`, then again with
-    /// `GGML_RS_NO_AVX512=1`).
+    /// `GGML_RS_NO_AVX512=1`). `MM_LINE_OFFSET_W=BYTES` and `MM_LINE_OFFSET_A=BYTES` place the
+    /// weights' and the activations' data that far into a cache line.
     #[test]
     #[ignore]
     fn mul_mat_gflops() {
@@ -1142,25 +1214,26 @@ mod bench {
             Ok(spec) => {
                 let parts: Vec<&str> = spec.split(':').collect();
                 let k = parts.get(2).map_or(4096, |k| k.parse().expect("K"));
+                let m = parts.get(3).map_or(4096, |m| m.parse().expect("M"));
                 for name in parts[0].split(',') {
                     let ty = *all.iter().find(|t| t.name() == name).expect("a type with a tile");
                     for cols in parts.get(1).unwrap_or(&"1").split(',') {
-                        cases.push((ty, cols.parse().expect("COLS"), k, false));
+                        cases.push((ty, cols.parse().expect("COLS"), k, m, false));
                     }
                 }
             }
             Err(_) => {
                 for ty in [Type::F32, Type::Q4_0] {
                     for cols in [1, 64] {
-                        cases.extend([(ty, cols, 4096, false), (ty, cols, 4096, true)]);
+                        cases.extend([(ty, cols, 4096, 4096, false), (ty, cols, 4096, 4096, true)]);
                     }
                 }
             }
         }
-        for (ty, cols, k, use_ref) in cases {
-            let (wall, cpu) = measure(ty, k, 4096, cols, use_ref);
+        for (ty, cols, k, m, use_ref) in cases {
+            let (wall, cpu) = measure(ty, k, m, cols, use_ref);
             let path = if use_ref { "scalar" } else { "simd" };
-            println!("mul_mat {} {k}x4096 x {cols:>3} ({path}): {wall:.3} GFLOPS ({cpu:.3} per CPU second)", ty.name());
+            println!("mul_mat {} {k}x{m} x {cols:>3} ({path}): {wall:.3} GFLOPS ({cpu:.3} per CPU second)", ty.name());
         }
     }
 }
@@ -1184,13 +1257,23 @@ mod tests_support {
         }
     }
 
+    /// A `[k, n]` tensor of `ty` whose data starts `offset` bytes into a cache line.
+    pub fn placed(c: &mut Context, ty: Type, k: i64, n: i64, offset: usize) -> TensorPtr {
+        let big = c.new_tensor(ty, &[k * n + 64]);
+        let skip = (offset + CACHE_LINE_SIZE - big.data as usize % CACHE_LINE_SIZE) % CACHE_LINE_SIZE;
+        crate::core::ops::shape::view_2d(c, big, k, n, ty.row_size(k), skip)
+    }
+
     /// GFLOPS of one mul_mat of `ty` weights [k, m] by F32 activations [k, n] on one thread,
     /// by wall-clock time and by the thread's CPU time.
     pub fn measure(ty: Type, k: i64, m: i64, n: i64, use_ref: bool) -> (f64, f64) {
-        let size = ty.row_size(k) * m as usize + 4 * (k * n + m * n) as usize + (1 << 20);
+        let size = 2 * (ty.row_size(k) * m as usize + 4 * (k * n + m * n) as usize) + (1 << 20);
         let mut c = Context::new(InitParams { mem_size: size, mem_buffer: std::ptr::null_mut(), no_alloc: false });
-        let a = c.new_tensor(ty, &[k, m]);
-        let b = c.new_tensor(Type::F32, &[k, n]);
+        let mut new = |ty: Type, n: i64, var: &str| match std::env::var(var) {
+            Ok(offset) => placed(&mut c, ty, k, n, offset.parse().expect("a byte offset")),
+            Err(_) => c.new_tensor(ty, &[k, n]),
+        };
+        let (a, b) = (new(ty, m, "MM_LINE_OFFSET_W"), new(Type::F32, n, "MM_LINE_OFFSET_A"));
         // SAFETY: both tensors are allocated and contiguous.
         let (wa, wb) = unsafe {
             (
