@@ -72,9 +72,8 @@ fn line_offset(src0: &Tensor, vec_dot_type: Type) -> Option<usize> {
 }
 
 /// Whether F32 activations already in the activation format are copied anyway, to the weights'
-/// place in the cache line ([`line_offset`]), because their rows start elsewhere.
-fn realign(src0: &Tensor, src1: &Tensor, vec_dot_type: Type) -> bool {
-    let Some(offset) = line_offset(src0, vec_dot_type) else { return false };
+/// place in the cache line (`offset`, from [`line_offset`]), because their rows start elsewhere.
+fn realign(src1: &Tensor, offset: usize, vec_dot_type: Type) -> bool {
     let in_line = |t: &Tensor| {
         t.data as usize % CACHE_LINE_SIZE == offset && t.nb[1..].iter().all(|nb| nb.is_multiple_of(CACHE_LINE_SIZE))
     };
@@ -417,7 +416,7 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
     // and are read where they are when they need no conversion.
     let offset = line_offset(&src0, vdt).filter(|&o| vdt.row_size(src1.nelements()) + o <= wsize);
     let converted =
-        needs_conversion(&src1, vdt) || (use_simd(params) && offset.is_some() && realign(&src0, &src1, vdt));
+        needs_conversion(&src1, vdt) || (use_simd(params) && offset.is_some_and(|o| realign(&src1, o, vdt)));
     if converted {
         let offset = offset.unwrap_or(0);
         // SAFETY: offset <= wsize keeps the pointer inside the scratch.
@@ -971,7 +970,10 @@ mod tests {
                 let (av, bv) = (fill(a, &mut rng), fill(b, &mut rng));
                 let rows_in_lines = ty.row_size(k).is_multiple_of(CACHE_LINE_SIZE);
                 assert_eq!(line_offset(&a, ty), rows_in_lines.then_some(wo));
-                assert_eq!(realign(&a, &b, ty), ty == Type::F32 && rows_in_lines && wo != ao);
+                assert_eq!(
+                    line_offset(&a, ty).is_some_and(|o| realign(&b, o, ty)),
+                    ty == Type::F32 && rows_in_lines && wo != ao
+                );
                 let d = ops::mul_mat(&mut c, a, b);
                 for (threads, use_ref) in [(1, false), (3, false), (1, true)] {
                     run(&mut c, d, threads, use_ref);
