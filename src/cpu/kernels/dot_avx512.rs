@@ -275,7 +275,7 @@ fn pair_minimums(a: Half, b: Half) -> __m512 {
 /// The 32 byte levels of block b and (when there is one) b + 1.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn bytes_pair(a: &[u8; 32], b: Option<&[u8; 32]>) -> __m512i {
+pub(super) fn bytes_pair(a: &[u8; 32], b: Option<&[u8; 32]>) -> __m512i {
     // SAFETY: each array holds the 32 bytes read.
     let lo = unsafe { _mm256_loadu_si256(a.as_ptr().cast()) };
     // SAFETY: as above.
@@ -287,7 +287,7 @@ fn bytes_pair(a: &[u8; 32], b: Option<&[u8; 32]>) -> __m512i {
 /// low nibbles (values 0..15), then the high nibbles (values 16..31).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn nibbles_pair(a: &[u8; 16], b: Option<&[u8; 16]>) -> __m512i {
+pub(super) fn nibbles_pair(a: &[u8; 16], b: Option<&[u8; 16]>) -> __m512i {
     // SAFETY: each array holds the 16 bytes read.
     let lo = unsafe { _mm_loadu_si128(a.as_ptr().cast()) };
     // SAFETY: as above.
@@ -302,7 +302,7 @@ fn nibbles_pair(a: &[u8; 16], b: Option<&[u8; 16]>) -> __m512i {
 /// The 5-bit levels `nibble | bit·16` of block b and (when there is one) b + 1.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn five_bit_pair(a: (&[u8; 16], [u8; 4]), b: Option<(&[u8; 16], [u8; 4])>) -> __m512i {
+pub(super) fn five_bit_pair(a: (&[u8; 16], [u8; 4]), b: Option<(&[u8; 16], [u8; 4])>) -> __m512i {
     // Bit j of qh is the fifth bit of value j: byte j of the pair, or byte 32 + j for b + 1.
     let high = u64::from(u32::from_le_bytes(a.1)) | (b.map_or(0, |b| u64::from(u32::from_le_bytes(b.1))) << 32);
     let sixteens = _mm512_maskz_mov_epi8(high, _mm512_set1_epi8(0x10));

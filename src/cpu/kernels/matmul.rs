@@ -13,6 +13,10 @@
 //! columns per pass (more on AVX-512), so a batch decodes each weight block once for several
 //! columns; one kernel call runs a panel of such tiles down 16 weight rows.
 //!
+//! Batches of F32 activations against Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 weights take another
+//! route on AVX-512 VNNI processors ([`panel`]): each thread decodes 16 weight rows at a time
+//! into interleaved byte levels and runs every column of its chunk against them.
+//!
 //! `mul_mat_id` converts the same way, then groups the (slot, token) pairs by the expert
 //! they route to, and runs each expert's group like a `mul_mat`, with a chunk counter per
 //! expert kept in the scratch.
@@ -35,6 +39,9 @@ use crate::quants::blocks_mut;
 use crate::quants::half::Bf16;
 use crate::quants::k_quants::{BlockQ8K, quantize_row_q8_k};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
+
+#[cfg(target_arch = "x86_64")]
+mod panel;
 
 /// Rows and columns of the result walked together inside a chunk (a cache block): a panel of
 /// weight rows per kernel call.
@@ -175,23 +182,34 @@ fn convert_span(src1: &Tensor, to: Type, idx: (i64, i64, i64), start: usize, n: 
     }
 }
 
+/// Calls `convert(row, first, last)` for thread `ith`'s share of `nrows` rows of `nblocks`
+/// blocks: whole rows when there are enough of them, else a range of each row's blocks.
+fn share_rows(params: &ComputeParams, nrows: i64, nblocks: i64, mut convert: impl FnMut(i64, i64, i64)) {
+    let (ith, nth) = (params.ith as i64, params.nth as i64);
+    if nrows >= nth {
+        for r in (ith..nrows).step_by(nth as usize) {
+            convert(r, 0, nblocks);
+        }
+    } else {
+        for r in 0..nrows {
+            let (first, last) = (ith * nblocks / nth, (ith + 1) * nblocks / nth);
+            if first < last {
+                convert(r, first, last);
+            }
+        }
+    }
+}
+
 /// Phase one: thread `ith`'s share of converting `src1` into `wdata`, rows packed in the
 /// activation format (row `(i11, i12, i13)` at `((i13·ne12 + i12)·ne11 + i11)·row_size`).
-/// Whole rows are shared out when there are enough of them, else the blocks of each row.
 fn convert_src1(params: &ComputeParams, src1: &Tensor, to: Type, wdata: *mut u8, wsize: usize) {
     let ne = src1.ne;
     let row_size = to.row_size(ne[0]);
     let needed = row_size * (ne[1] * ne[2] * ne[3]) as usize;
     crate::ggml_assert!(wsize >= needed, "matmul: scratch of {} bytes, {} needed", wsize, needed);
-    let nrows = ne[1] * ne[2] * ne[3];
     let blck = to.blck_size();
-    let nblocks = ne[0] / blck;
-    let (ith, nth) = (params.ith as i64, params.nth as i64);
     let simd = use_simd(params);
-    let convert = |r: i64, first: i64, last: i64| {
-        if first >= last {
-            return;
-        }
+    share_rows(params, ne[1] * ne[2] * ne[3], ne[0] / blck, |r, first, last| {
         let idx = (r % ne[1], (r / ne[1]) % ne[2], r / (ne[1] * ne[2]));
         let unit = to.type_size();
         let offset = r as usize * row_size + first as usize * unit;
@@ -200,16 +218,7 @@ fn convert_src1(params: &ComputeParams, src1: &Tensor, to: Type, wdata: *mut u8,
         // or block ranges are shared out disjointly) until the barrier that follows.
         let out = unsafe { std::slice::from_raw_parts_mut(wdata.add(offset), len) };
         convert_span(src1, to, idx, (first * blck) as usize, ((last - first) * blck) as usize, out, simd);
-    };
-    if nrows >= nth {
-        for r in (ith..nrows).step_by(nth as usize) {
-            convert(r, 0, nblocks);
-        }
-    } else {
-        for r in 0..nrows {
-            convert(r, ith * nblocks / nth, (ith + 1) * nblocks / nth);
-        }
-    }
+    });
 }
 
 /// The activation rows a product reads: `src1` itself, or its converted copy in the scratch.
@@ -369,20 +378,26 @@ pub fn out_prod_supports(node: &Tensor) -> bool {
 /// already in the activation format (ggml refuses such a `src1`), that float conversions get
 /// a cache line more (to start at [`line_offset`]), and that F32 products always get room for
 /// a copy of `src1`: the plan is made before the data has its addresses, and the product may
-/// [`realign`] its activations.
-pub fn mul_mat_work_size(node: &Tensor, _n_tasks: usize) -> usize {
+/// [`realign`] its activations. Where the [`panel`] route may run, its own scratch (activations
+/// in its layout, a decoded panel per thread) when that is larger.
+pub fn mul_mat_work_size(node: &Tensor, n_tasks: usize) -> usize {
     // SAFETY: a MUL_MAT node's sources are live tensors of the graph.
     let (Some(src0), Some(src1)) = (unsafe { node.src[0].as_ref() }, unsafe { node.src[1].as_ref() }) else {
         return 0;
     };
-    match DotKernel::for_type(src0.type_) {
+    #[cfg(target_arch = "x86_64")]
+    let panels = if panel::applies(src0, src1) { panel::work_size(src0, src1, n_tasks) } else { 0 };
+    #[cfg(not(target_arch = "x86_64"))]
+    let panels = 0;
+    let blocks = match DotKernel::for_type(src0.type_) {
         Some(k) if needs_conversion(src1, k.vec_dot_type) => {
             let line = if line_offset(src0, k.vec_dot_type).is_some() { CACHE_LINE_SIZE } else { 0 };
             k.vec_dot_type.row_size(src1.nelements()) + line
         }
         Some(k) if k.vec_dot_type == Type::F32 => 4 * src1.nelements() as usize + CACHE_LINE_SIZE,
         _ => 0,
-    }
+    };
+    blocks.max(panels)
 }
 
 /// `ggml_compute_forward_mul_mat`: `dst[i0, i1, i2, i3] = src0[:, i0, i2/r2, i3/r3] ·
@@ -412,6 +427,10 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
     crate::ggml_assert!(dst.type_ == Type::F32 && dst.nb[0] == 4, "mul_mat: the result must be F32 with packed rows");
 
     let (mut wdata, mut wsize) = scratch(params);
+    #[cfg(target_arch = "x86_64")]
+    if use_simd(params) && panel::applies(&src0, &src1) && panel::mul_mat(params, &dst, &src0, &src1, wdata, wsize) {
+        return;
+    }
     // A caller's own plan may leave no room for the line offset: the rows start on a line then,
     // and are read where they are when they need no conversion.
     let offset = line_offset(&src0, vdt).filter(|&o| vdt.row_size(src1.nelements()) + o <= wsize);
