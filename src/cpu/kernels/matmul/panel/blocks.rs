@@ -1,0 +1,328 @@
+//! The 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) on panels.
+//!
+//! A panel block holds the 16 rows' signed byte levels, interleaved four at a time: one
+//! register holds the same four levels of all sixteen rows. Four levels of one activation row,
+//! broadcast against it, give sixteen rows' partial sums; a block's eight `vpdpbusd` sum the
+//! whole block in integers, and only then is it scaled, once per 16 rows and block (the block
+//! tiles of `dot_avx512` convert and scale once per row and block pair).
+//!
+//! `vpdpbusd` multiplies unsigned by signed bytes. The weights are the signed side here; the
+//! activations are quantized to Q8_0 (Q8_1 for the affine formats) exactly as for the other
+//! kernels and stored with 128 added, and the panel seeds each block's sums with `−128·Σw`,
+//! which takes the offset back. The integer sums are exact, so results differ from the block
+//! tiles' only in the order of the `f32` sums.
+//!
+//! An activation row is its levels (32 bytes per block), then the blocks' scales as `f32`,
+//! then (Q8_1) the blocks' sums `d·Σq` as `f32`.
+
+use std::arch::x86_64::*;
+use std::marker::PhantomData;
+
+use super::{Kind, PANEL_ROWS, transpose};
+use crate::cpu::kernels::dot;
+use crate::cpu::kernels::dot_avx512::{bytes_pair, five_bit_pair, nibbles_pair};
+use crate::quants::half::Half;
+use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
+use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
+use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
+
+/// One block of a decoded panel: 8 registers of levels (four levels of each of the 16 rows
+/// per register), then the rows' scales, the seeds `−128·Σw`, and the rows' minimums.
+const LEVELS: usize = 0;
+const SCALES: usize = 8 * 64;
+const SEEDS: usize = SCALES + 64;
+const MINIMUMS: usize = SEEDS + 64;
+const PANEL_BLOCK_BYTES: usize = MINIMUMS + 64;
+
+/// A weight format the panels decode.
+pub(super) trait Format: Copy {
+    /// Whether each block adds `m·Σy` (Q4_1, Q5_1: activations in Q8_1).
+    const AFFINE: bool;
+
+    /// The signed levels of block `b` of `row` and, when `two`, of block `b + 1` (in the high
+    /// half of the register; zero without it).
+    ///
+    /// # Safety
+    /// AVX-512 (F, BW, VNNI) is available; `b < row.len()`, and `b + 1 < row.len()` when `two`.
+    unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i;
+
+    fn scale(&self) -> Half;
+
+    fn minimum(&self) -> Half {
+        Half::default()
+    }
+}
+
+/// Blocks `b` and, when `two`, `b + 1` of `row` without bounds checks.
+///
+/// # Safety
+/// `b < row.len()`, and `b + 1 < row.len()` when `two`.
+unsafe fn pair<T>(row: &[T], b: usize, two: bool) -> (&T, Option<&T>) {
+    debug_assert!(b + usize::from(two) < row.len());
+    // SAFETY: the caller's contract.
+    unsafe { (row.get_unchecked(b), two.then(|| row.get_unchecked(b + 1))) }
+}
+
+/// `levels` with `offset` taken from every byte.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn centred(levels: __m512i, offset: i8) -> __m512i {
+    _mm512_sub_epi8(levels, _mm512_set1_epi8(offset))
+}
+
+impl Format for BlockQ4_0 {
+    const AFFINE: bool = false;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i {
+        // SAFETY: the caller's contract.
+        let (lo, hi) = unsafe { pair(row, b, two) };
+        centred(nibbles_pair(&lo.qs, hi.map(|h| &h.qs)), 8)
+    }
+
+    fn scale(&self) -> Half {
+        self.d
+    }
+}
+
+impl Format for BlockQ4_1 {
+    const AFFINE: bool = true;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i {
+        // SAFETY: the caller's contract.
+        let (lo, hi) = unsafe { pair(row, b, two) };
+        nibbles_pair(&lo.qs, hi.map(|h| &h.qs))
+    }
+
+    fn scale(&self) -> Half {
+        self.d
+    }
+
+    fn minimum(&self) -> Half {
+        self.m
+    }
+}
+
+impl Format for BlockQ5_0 {
+    const AFFINE: bool = false;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i {
+        // SAFETY: the caller's contract.
+        let (lo, hi) = unsafe { pair(row, b, two) };
+        centred(five_bit_pair((&lo.qs, lo.qh), hi.map(|h| (&h.qs, h.qh))), 16)
+    }
+
+    fn scale(&self) -> Half {
+        self.d
+    }
+}
+
+impl Format for BlockQ5_1 {
+    const AFFINE: bool = true;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i {
+        // SAFETY: the caller's contract.
+        let (lo, hi) = unsafe { pair(row, b, two) };
+        five_bit_pair((&lo.qs, lo.qh), hi.map(|h| (&h.qs, h.qh)))
+    }
+
+    fn scale(&self) -> Half {
+        self.d
+    }
+
+    fn minimum(&self) -> Half {
+        self.m
+    }
+}
+
+impl Format for BlockQ8_0 {
+    const AFFINE: bool = false;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i {
+        // SAFETY: the caller's contract.
+        let (lo, hi) = unsafe { pair(row, b, two) };
+        bytes_pair(&lo.qs, hi.map(|h| &h.qs))
+    }
+
+    fn scale(&self) -> Half {
+        self.d
+    }
+}
+
+/// The block formats' [`Kind`]: `F` weights, activations in `F`'s Q8 format.
+pub(super) struct Blocks<F>(PhantomData<F>);
+
+impl<F: Format> Kind for Blocks<F> {
+    const TILE_COLS: usize = 8;
+    const UNIT: usize = 32;
+
+    fn activation_row_size(n: usize) -> usize {
+        n / 32 * (32 + 4 + if F::AFFINE { 4 } else { 0 })
+    }
+
+    fn panel_size(n: usize) -> usize {
+        n / 32 * PANEL_BLOCK_BYTES
+    }
+
+    fn convert(x: &[f32], n: usize, first: usize, row: &mut [u8]) {
+        let nb = n / 32;
+        let (levels, rest) = row.split_at_mut(nb * 32);
+        let (scales, sums) = rest.split_at_mut(nb * 4);
+        let mut store = |b: usize, qs: &[u8; 32], d: Half, s: Option<Half>| {
+            for (l, q) in levels[b * 32..b * 32 + 32].iter_mut().zip(qs) {
+                *l = q ^ 0x80;
+            }
+            scales[b * 4..b * 4 + 4].copy_from_slice(&d.to_f32().to_ne_bytes());
+            if let Some(s) = s {
+                sums[b * 4..b * 4 + 4].copy_from_slice(&s.to_f32().to_ne_bytes());
+            }
+        };
+        if F::AFFINE {
+            let mut blocks = vec![BlockQ8_1::default(); x.len() / 32];
+            dot::quantize_row_q8_1(x, &mut blocks);
+            for (b, blk) in (first..).zip(&blocks) {
+                store(b, &blk.qs, blk.d, Some(blk.s));
+            }
+        } else {
+            let mut blocks = vec![BlockQ8_0::default(); x.len() / 32];
+            dot::quantize_row_q8_0(x, &mut blocks);
+            for (b, blk) in (first..).zip(&blocks) {
+                store(b, &blk.qs, blk.d, None);
+            }
+        }
+    }
+
+    unsafe fn decode(rows: &[*const u8], n: usize, panel: *mut u8) {
+        let nb = n / 32;
+        let mut blocks: [&[F]; PANEL_ROWS] = [&[]; PANEL_ROWS];
+        for (b, &row) in blocks.iter_mut().zip(rows) {
+            // SAFETY: a row of nb blocks of F (the caller's contract), read only.
+            *b = unsafe { std::slice::from_raw_parts(row.cast::<F>(), nb) };
+        }
+        // SAFETY: the caller's contract.
+        unsafe { decode_rows(&blocks[..rows.len()], nb, panel) }
+    }
+
+    unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [__m512; C] {
+        let rows = acts.map(|a| ActRow::at(a, n));
+        // SAFETY: the caller's contract.
+        unsafe {
+            if F::AFFINE {
+                block_tile::<C, true>(panel, n / 32, &rows)
+            } else {
+                block_tile::<C, false>(panel, n / 32, &rows)
+            }
+        }
+    }
+}
+
+/// One activation row in the blocks' layout.
+#[derive(Clone, Copy)]
+struct ActRow {
+    levels: *const u8,
+    scales: *const f32,
+    sums: *const f32,
+}
+
+impl ActRow {
+    /// The activation row at `levels`, of `n` values.
+    fn at(levels: *const u8, n: usize) -> ActRow {
+        let nb = n / 32;
+        let scales = levels.wrapping_add(nb * 32).cast::<f32>();
+        ActRow { levels, scales, sums: scales.wrapping_add(nb) }
+    }
+}
+
+/// # Safety
+/// AVX-512; every row holds `nb` blocks; `panel` holds `nb` panel blocks on a cache line.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn decode_rows<F: Format>(rows: &[&[F]], nb: usize, panel: *mut u8) {
+    let ones = _mm512_set1_epi8(1);
+    let mut b = 0;
+    while b < nb {
+        let two = b + 1 < nb;
+        let mut words = [_mm512_setzero_si512(); PANEL_ROWS];
+        for (w, row) in words.iter_mut().zip(rows) {
+            // SAFETY: b (and b + 1 when two) < nb, the rows' length.
+            *w = unsafe { F::levels(row, b, two) };
+        }
+        let words = transpose(words);
+        for half in 0..1 + usize::from(two) {
+            let blk = b + half;
+            // SAFETY: block blk < nb of the panel.
+            let base = unsafe { panel.add(blk * PANEL_BLOCK_BYTES) };
+            let mut sums = _mm512_setzero_si512();
+            for (g, &w) in words[half * 8..half * 8 + 8].iter().enumerate() {
+                // SAFETY: inside the panel block, on a cache line.
+                unsafe { _mm512_store_si512(base.add(LEVELS + g * 64).cast(), w) };
+                sums = _mm512_dpbusd_epi32(sums, ones, w);
+            }
+            let seeds = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32::<7>(sums));
+            let (mut d, mut m) = ([0u16; PANEL_ROWS], [0u16; PANEL_ROWS]);
+            for (r, row) in rows.iter().enumerate() {
+                // SAFETY: blk < nb.
+                let block = unsafe { row.get_unchecked(blk) };
+                d[r] = block.scale().bits();
+                m[r] = block.minimum().bits();
+            }
+            // SAFETY: inside the panel block, on cache lines; the arrays hold 16 halves.
+            unsafe {
+                _mm512_store_si512(base.add(SEEDS).cast(), seeds);
+                _mm512_store_ps(base.add(SCALES).cast(), _mm512_cvtph_ps(_mm256_loadu_si256(d.as_ptr().cast())));
+                _mm512_store_ps(base.add(MINIMUMS).cast(), _mm512_cvtph_ps(_mm256_loadu_si256(m.as_ptr().cast())));
+            }
+        }
+        b += 2;
+    }
+}
+
+/// The panel's 16 rows by `C` activation rows.
+///
+/// # Safety
+/// As for [`Kind::tile`].
+// Columns index the accumulators and activation rows together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn block_tile<const C: usize, const AFFINE: bool>(
+    panel: *const u8,
+    nb: usize,
+    acts: &[ActRow; C],
+) -> [__m512; C] {
+    let mut acc = [_mm512_setzero_ps(); C];
+    for b in 0..nb {
+        // SAFETY: block b < nb of the panel, on a cache line; the activations' block b
+        // (the caller's contract).
+        unsafe {
+            let base = panel.add(b * PANEL_BLOCK_BYTES);
+            let seeds = _mm512_load_si512(base.add(SEEDS).cast());
+            let mut sums = [seeds; C];
+            for g in 0..8 {
+                let w = _mm512_load_si512(base.add(LEVELS + g * 64).cast());
+                for c in 0..C {
+                    let y = acts[c].levels.add(b * 32 + g * 4).cast::<i32>().read_unaligned();
+                    sums[c] = _mm512_dpbusd_epi32(sums[c], _mm512_set1_epi32(y), w);
+                }
+            }
+            let d = _mm512_load_ps(base.add(SCALES).cast());
+            let m = _mm512_load_ps(base.add(MINIMUMS).cast());
+            for c in 0..C {
+                let scale = _mm512_mul_ps(d, _mm512_set1_ps(*acts[c].scales.add(b)));
+                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]), scale, acc[c]);
+                if AFFINE {
+                    acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(*acts[c].sums.add(b)), acc[c]);
+                }
+            }
+        }
+    }
+    acc
+}

@@ -1,0 +1,135 @@
+//! F32 and F16 weights on panels.
+//!
+//! A panel holds the 16 rows' values as `f32`, one register per position along the rows
+//! (`[k][16]`). Each activation value, broadcast, is multiplied into it with one FMA: sixteen
+//! rows' sums grow in the lanes where they are stored, with no horizontal sums at the end and
+//! no alignment to keep (the dot-product tiles reduce every accumulator and read across cache
+//! lines unless weights and activations share their offset in the line).
+//!
+//! F16 weights take activations rounded to binary16 first, as ggml converts them to the F16
+//! `vec_dot_type`: the products of two binary16 values are exact in `f32`, so only the order
+//! of the sums differs from the dot-product tiles.
+
+use std::arch::x86_64::*;
+use std::marker::PhantomData;
+
+use super::super::typed_mut;
+use super::{Kind, PANEL_ROWS, transpose};
+use crate::cpu::kernels::simd;
+
+/// A float weight format: its element and how sixteen of them widen to `f32`.
+pub(super) trait Float: Copy {
+    /// Activations rounded as they are before the products (to the weights' `vec_dot_type`).
+    fn round(x: &[f32], out: &mut [f32]);
+
+    /// The first `len` (at most 16) values at `at`, widened; zeros past them.
+    ///
+    /// # Safety
+    /// AVX-512; `at` starts `len` readable values.
+    unsafe fn load(at: *const Self, len: usize) -> __m512;
+}
+
+/// The lanes below `len`.
+fn lanes(len: usize) -> u16 {
+    if len >= 16 { u16::MAX } else { (1u16 << len) - 1 }
+}
+
+impl Float for f32 {
+    fn round(x: &[f32], out: &mut [f32]) {
+        out.copy_from_slice(x);
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn load(at: *const f32, len: usize) -> __m512 {
+        // SAFETY: the caller's contract; masked-off lanes are not read.
+        unsafe { _mm512_maskz_loadu_ps(lanes(len), at) }
+    }
+}
+
+impl Float for u16 {
+    fn round(x: &[f32], out: &mut [f32]) {
+        let mut halves = [0u16; 256];
+        for (x, out) in x.chunks(256).zip(out.chunks_mut(256)) {
+            let halves = &mut halves[..x.len()];
+            simd::f32_to_fp16_row(x, halves);
+            simd::fp16_to_f32_row(halves, out);
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn load(at: *const u16, len: usize) -> __m512 {
+        // SAFETY: the caller's contract; masked-off lanes are not read.
+        _mm512_cvtph_ps(unsafe { _mm256_maskz_loadu_epi16(lanes(len), at.cast()) })
+    }
+}
+
+/// The float formats' [`Kind`]: `T` weights, `f32` activations.
+pub(super) struct Floats<T>(PhantomData<T>);
+
+impl<T: Float> Kind for Floats<T> {
+    const TILE_COLS: usize = 12;
+    const UNIT: usize = 1;
+
+    fn activation_row_size(n: usize) -> usize {
+        4 * n
+    }
+
+    fn panel_size(n: usize) -> usize {
+        n.next_multiple_of(16) * 64
+    }
+
+    fn convert(x: &[f32], _n: usize, first: usize, row: &mut [u8]) {
+        let out = typed_mut::<f32>(&mut row[4 * first..]);
+        T::round(x, &mut out[..x.len()]);
+    }
+
+    unsafe fn decode(rows: &[*const u8], n: usize, panel: *mut u8) {
+        // SAFETY: the caller's contract.
+        unsafe { decode_rows::<T>(rows, n, panel.cast()) }
+    }
+
+    unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [__m512; C] {
+        // SAFETY: the caller's contract.
+        unsafe { float_tile(panel.cast(), n, &acts.map(|a| a.cast::<f32>())) }
+    }
+}
+
+/// # Safety
+/// As for [`Kind::decode`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn decode_rows<T: Float>(rows: &[*const u8], n: usize, panel: *mut f32) {
+    for k in (0..n).step_by(16) {
+        let mut words = [_mm512_setzero_si512(); PANEL_ROWS];
+        for (w, &row) in words.iter_mut().zip(rows) {
+            // SAFETY: values k..min(k + 16, n) of a row of n values.
+            *w = _mm512_castps_si512(unsafe { T::load(row.cast::<T>().add(k), n - k) });
+        }
+        for (j, w) in transpose(words).into_iter().enumerate() {
+            // SAFETY: position k + j < n.next_multiple_of(16) of the panel, on a cache line.
+            unsafe { _mm512_store_si512(panel.add((k + j) * 16).cast(), w) };
+        }
+    }
+}
+
+/// # Safety
+/// As for [`Kind::tile`].
+// Columns index the accumulators and activation rows together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn float_tile<const C: usize>(panel: *const f32, n: usize, acts: &[*const f32; C]) -> [__m512; C] {
+    let mut acc = [_mm512_setzero_ps(); C];
+    for k in 0..n {
+        // SAFETY: position k < n of the panel, on a cache line, and value k of each activation
+        // row (the caller's contract).
+        unsafe {
+            let w = _mm512_load_ps(panel.add(k * 16));
+            for c in 0..C {
+                acc[c] = _mm512_fmadd_ps(w, _mm512_set1_ps(*acts[c].add(k)), acc[c]);
+            }
+        }
+    }
+    acc
+}

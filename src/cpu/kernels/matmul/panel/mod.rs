@@ -1,0 +1,314 @@
+//! Batched products over decoded weight panels, on AVX-512 VNNI processors.
+//!
+//! The dot-product tiles of `dot_avx512` hold several values of one weight row per register:
+//! every register of products ends in a horizontal sum (floats) or in a conversion and an FMA
+//! per block pair (blocks), and every tile decodes its weights again. Here each thread first
+//! decodes a panel of 16 weight rows into a layout where one register holds the same values
+//! of all sixteen rows (a transpose); activation values broadcast against it give sixteen
+//! rows' sums at once, in the lanes where they are stored. A panel is decoded once and then
+//! serves every column of its chunk, so the decoding is paid back over a batch; ggml reaches
+//! the same shape by repacking weights when they are loaded.
+//!
+//! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), [`floats`] the
+//! F32 and F16 weights. This module shares the work out: chunks of one panel by a range of
+//! columns, taken from the team's counter, each thread decoding into its own part of the
+//! scratch after the activations (converted into the kind's layout first).
+
+mod blocks;
+mod floats;
+
+use std::arch::x86_64::*;
+
+use super::{ComputeParams, Tensor, ceil_div, share_rows, span};
+use crate::core::types::Type;
+use crate::cpu::kernels::features::has_avx512;
+use crate::cpu::plan::CACHE_LINE_SIZE;
+
+/// Weight rows per panel: the lanes of one register.
+const PANEL_ROWS: usize = 16;
+/// Fewer columns than this are left to the dot-product tiles: decoding a panel costs about as
+/// much as running it against a few columns.
+const MIN_COLS: i64 = 8;
+/// A chunk of a panel's columns, when panels alone are too few to share out, has at least
+/// this many columns, to keep the decoding paid back.
+const MIN_CHUNK_COLS: i64 = 32;
+
+/// A family of weight formats and the layouts its panels and activations take.
+trait Kind {
+    /// Activation columns per pass over a panel (at most [`MAX_TILE_COLS`]).
+    const TILE_COLS: usize;
+    /// Values of an activation row converted as one unit.
+    const UNIT: usize;
+
+    /// Bytes of one activation row of `n` values.
+    fn activation_row_size(n: usize) -> usize;
+
+    /// Bytes of one decoded panel for weight rows of `n` values.
+    fn panel_size(n: usize) -> usize;
+
+    /// Converts `x`, units `first..` of an activation row of `n` values, into `row`.
+    fn convert(x: &[f32], n: usize, first: usize, row: &mut [u8]);
+
+    /// Decodes `rows` (at most [`PANEL_ROWS`], of `n` values each, starting at their
+    /// pointers) into `panel`; rows past the last read as zero.
+    ///
+    /// # Safety
+    /// AVX-512; each pointer starts a row of `n` values of the weights' type; `panel` holds
+    /// [`Kind::panel_size`] bytes on a cache line.
+    unsafe fn decode(rows: &[*const u8], n: usize, panel: *mut u8);
+
+    /// Sums the panel against each column's activation row; returns the 16 rows' results
+    /// per column.
+    ///
+    /// # Safety
+    /// AVX-512; the panel holds a decoded panel of rows of `n` values; each activation row
+    /// holds `n` values in the kind's layout.
+    unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [__m512; C];
+}
+
+/// The most columns of any kind's tile.
+const MAX_TILE_COLS: usize = 12;
+
+/// Whether the panel route takes a MUL_MAT of `src0` by `src1` (before the scratch is known):
+/// weights of a kind here, F32 activations, enough columns, and a processor with AVX-512 VNNI.
+pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
+    let weights =
+        matches!(src0.type_, Type::F32 | Type::F16 | Type::Q4_0 | Type::Q4_1 | Type::Q5_0 | Type::Q5_1 | Type::Q8_0);
+    weights && src1.type_ == Type::F32 && src1.ne[1] * src1.ne[2] * src1.ne[3] >= MIN_COLS && has_avx512()
+}
+
+/// Calls `$f::<Kind>($args)` with the kind of `ty`'s weights.
+macro_rules! with_kind {
+    ($ty:expr, $f:ident($($args:expr),*)) => {
+        match $ty {
+            Type::F32 => $f::<floats::Floats<f32>>($($args),*),
+            Type::F16 => $f::<floats::Floats<u16>>($($args),*),
+            Type::Q4_0 => $f::<blocks::Blocks<crate::quants::q4::BlockQ4_0>>($($args),*),
+            Type::Q4_1 => $f::<blocks::Blocks<crate::quants::q4::BlockQ4_1>>($($args),*),
+            Type::Q5_0 => $f::<blocks::Blocks<crate::quants::q5::BlockQ5_0>>($($args),*),
+            Type::Q5_1 => $f::<blocks::Blocks<crate::quants::q5::BlockQ5_1>>($($args),*),
+            Type::Q8_0 => $f::<blocks::Blocks<crate::quants::q8::BlockQ8_0>>($($args),*),
+            other => crate::ggml_abort!("mul_mat: no panels for {} weights", other.name()),
+        }
+    };
+}
+
+/// Scratch bytes for the panel route with `n_threads` threads: the converted activations, then
+/// a decoded panel per thread, on cache lines.
+pub(super) fn work_size(src0: &Tensor, src1: &Tensor, n_threads: usize) -> usize {
+    fn size<K: Kind>(n: usize, cols: usize, n_threads: usize) -> usize {
+        (K::activation_row_size(n) * cols).next_multiple_of(CACHE_LINE_SIZE) + n_threads * K::panel_size(n)
+    }
+    let cols = (src1.ne[1] * src1.ne[2] * src1.ne[3]) as usize;
+    with_kind!(src0.type_, size(src0.ne[0] as usize, cols, n_threads))
+}
+
+/// `dst = src0 · src1ᵀ` on panels, with `wsize` bytes of scratch at `wdata` (a cache line
+/// start); returns false, having done nothing, when the scratch is too small.
+pub(super) fn mul_mat(
+    params: &ComputeParams,
+    dst: &Tensor,
+    src0: &Tensor,
+    src1: &Tensor,
+    wdata: *mut u8,
+    wsize: usize,
+) -> bool {
+    if wsize < work_size(src0, src1, params.nth) {
+        return false;
+    }
+    with_kind!(src0.type_, run(params, dst, src0, src1, wdata));
+    true
+}
+
+/// Converts thread `ith`'s share of `src1` into the kind's activation rows at `wdata`.
+fn convert<K: Kind>(params: &ComputeParams, src1: &Tensor, wdata: *mut u8) {
+    let ne = src1.ne;
+    let n = ne[0] as usize;
+    let row_size = K::activation_row_size(n);
+    share_rows(params, ne[1] * ne[2] * ne[3], (n / K::UNIT) as i64, |r, first, last| {
+        let idx = (r % ne[1], (r / ne[1]) % ne[2], r / (ne[1] * ne[2]));
+        let (first, last) = (first as usize, last as usize);
+        let mut buf = Vec::new();
+        let x = span::<f32>(src1, idx, first * K::UNIT, (last - first) * K::UNIT, &mut buf);
+        // SAFETY: row r lies inside the activations' part of the scratch (work_size), and
+        // this thread alone writes units first..last of it (shares are disjoint) until the
+        // barrier after the conversion.
+        let row = unsafe { std::slice::from_raw_parts_mut(wdata.add(r as usize * row_size), row_size) };
+        K::convert(x, n, first, row);
+    });
+}
+
+/// A column of a tile: its activation row and the first of its panel's results in `dst`.
+type Column = (*const u8, *mut f32);
+
+fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tensor, wdata: *mut u8) {
+    convert::<K>(params, src1, wdata);
+    params.barrier();
+
+    let n = src0.ne[0] as usize;
+    let (ne1, ne2) = (src1.ne[1], src1.ne[2]);
+    let (r2, r3) = (src1.ne[2] / src0.ne[2], src1.ne[3] / src0.ne[3]);
+    let nr1 = ne1 * ne2 * src1.ne[3];
+    let row_size = K::activation_row_size(n);
+    let acts_size = (row_size * nr1 as usize).next_multiple_of(CACHE_LINE_SIZE);
+    // SAFETY: work_size put one panel per thread after the activations, on a cache line.
+    let panel = unsafe { wdata.add(acts_size + params.ith * K::panel_size(n)) };
+
+    let rows = src0.ne[1];
+    let panels = ceil_div(rows, PANEL_ROWS as i64);
+    let nth = params.nth as i64;
+    let groups = ceil_div(4 * nth, panels).clamp(1, (nr1 / MIN_CHUNK_COLS).max(1));
+    let group_cols = ceil_div(nr1, groups);
+    let total = (panels * groups) as usize;
+
+    // which panel this thread's scratch holds: the matrix's byte offset and the panel's index
+    let mut decoded: Option<(usize, i64)> = None;
+    let mut chunk = params.ith;
+    while chunk < total {
+        let (p, g) = (chunk as i64 / groups, chunk as i64 % groups);
+        let first_row = p * PANEL_ROWS as i64;
+        let nrows = (rows - first_row).min(PANEL_ROWS as i64) as usize;
+        let mut tile: [Column; MAX_TILE_COLS] = [(std::ptr::null(), std::ptr::null_mut()); MAX_TILE_COLS];
+        let mut count = 0;
+        let mut tile_matrix = None;
+        for ir1 in g * group_cols..((g + 1) * group_cols).min(nr1) {
+            let (i11, i12, i13) = (ir1 % ne1, (ir1 / ne1) % ne2, ir1 / (ne1 * ne2));
+            let matrix = (i12 / r2) as usize * src0.nb[2] + (i13 / r3) as usize * src0.nb[3];
+            if count == K::TILE_COLS || tile_matrix.is_some_and(|m| m != matrix) {
+                // SAFETY: the panel holds the tile's matrix's rows; the destinations are this
+                // chunk's own.
+                unsafe { run_tile::<K>(panel, n, nrows, &tile[..count]) };
+                count = 0;
+            }
+            if decoded != Some((matrix, p)) {
+                let mut starts = [std::ptr::null(); PANEL_ROWS];
+                for (k, s) in starts[..nrows].iter_mut().enumerate() {
+                    *s = src0
+                        .data
+                        .cast::<u8>()
+                        .wrapping_add(matrix + (first_row as usize + k) * src0.nb[1])
+                        .cast_const();
+                }
+                // SAFETY: AVX-512 was checked by `applies`; the rows exist in src0 (packed
+                // rows, checked by mul_mat); the panel's scratch is this thread's alone.
+                unsafe { K::decode(&starts[..nrows], n, panel) };
+                decoded = Some((matrix, p));
+            }
+            tile_matrix = Some(matrix);
+            let dst_off = i11 as usize * dst.nb[1] + i12 as usize * dst.nb[2] + i13 as usize * dst.nb[3];
+            let out = dst.data.cast::<u8>().wrapping_add(dst_off).cast::<f32>().wrapping_add(first_row as usize);
+            tile[count] = (wdata.wrapping_add(ir1 as usize * row_size).cast_const(), out);
+            count += 1;
+        }
+        // SAFETY: as above.
+        unsafe { run_tile::<K>(panel, n, nrows, &tile[..count]) };
+        if params.nth >= total {
+            break;
+        }
+        chunk = params.next_chunk();
+    }
+}
+
+/// Runs the decoded panel against up to [`Kind::TILE_COLS`] columns and stores its first
+/// `nrows` results at each column's destination.
+///
+/// The destinations are fetched for writing first: a chunk writes one cache line per column,
+/// each in another page, a pattern no prefetcher follows, and waiting for each line at the
+/// store cost as much as the products (measured: 22 % of a Q4_0 prompt's time).
+///
+/// # Safety
+/// As for [`Kind::tile`]; each destination holds `nrows` floats no other thread writes.
+unsafe fn run_tile<K: Kind>(panel: *const u8, n: usize, nrows: usize, cols: &[Column]) {
+    macro_rules! arms {
+        ($($c:literal)*) => {
+            match cols.len() {
+                0 => {}
+                $($c => {
+                    for col in cols {
+                        // SAFETY: prefetching reads nothing and cannot fault.
+                        unsafe {
+                            _mm_prefetch::<_MM_HINT_ET0>(col.1.cast());
+                            _mm_prefetch::<_MM_HINT_ET0>(col.1.wrapping_add(nrows - 1).cast());
+                        }
+                    }
+                    let acts: [*const u8; $c] = std::array::from_fn(|k| cols[k].0);
+                    // SAFETY: the caller's contract.
+                    let sums = unsafe { K::tile::<$c>(panel, n, &acts) };
+                    for (s, col) in sums.iter().zip(cols) {
+                        // SAFETY: nrows floats of this column's destination (the caller's contract).
+                        unsafe { store(col.1, *s, nrows) };
+                    }
+                })*
+                other => crate::ggml_abort!("mul_mat: {} columns in a panel tile", other),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12);
+}
+
+/// Stores the first `nrows` lanes of `v` at `out`.
+///
+/// # Safety
+/// AVX-512; `out` holds `nrows` floats.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn store(out: *mut f32, v: __m512, nrows: usize) {
+    let mask = if nrows >= PANEL_ROWS { u16::MAX } else { (1u16 << nrows) - 1 };
+    // SAFETY: the caller's contract; masked-off lanes are not written.
+    unsafe { _mm512_mask_storeu_ps(out, mask, v) };
+}
+
+/// The 16×16 transpose of 32-bit words: word `j` of row `r` becomes word `r` of row `j`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn transpose(r: [__m512i; 16]) -> [__m512i; 16] {
+    // Within 128-bit lanes: pairs of rows interleaved, then quads, so that register 4q + c
+    // holds, in lane L, word 4L + c of rows 4q..4q+3.
+    let mut a = r;
+    for i in 0..8 {
+        a[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    let mut q = a;
+    for i in 0..4 {
+        q[4 * i] = _mm512_unpacklo_epi64(a[4 * i], a[4 * i + 2]);
+        q[4 * i + 1] = _mm512_unpackhi_epi64(a[4 * i], a[4 * i + 2]);
+        q[4 * i + 2] = _mm512_unpacklo_epi64(a[4 * i + 1], a[4 * i + 3]);
+        q[4 * i + 3] = _mm512_unpackhi_epi64(a[4 * i + 1], a[4 * i + 3]);
+    }
+    // Across lanes: word 4L + c of all rows gathers lane L of q[c], q[4 + c], q[8 + c], q[12 + c].
+    let mut t = q;
+    for c in 0..4 {
+        let e = _mm512_shuffle_i32x4::<0b01_00_01_00>(q[c], q[4 + c]);
+        let f = _mm512_shuffle_i32x4::<0b11_10_11_10>(q[c], q[4 + c]);
+        let g = _mm512_shuffle_i32x4::<0b01_00_01_00>(q[8 + c], q[12 + c]);
+        let h = _mm512_shuffle_i32x4::<0b11_10_11_10>(q[8 + c], q[12 + c]);
+        t[c] = _mm512_shuffle_i32x4::<0b10_00_10_00>(e, g);
+        t[4 + c] = _mm512_shuffle_i32x4::<0b11_01_11_01>(e, g);
+        t[8 + c] = _mm512_shuffle_i32x4::<0b10_00_10_00>(f, h);
+        t[12 + c] = _mm512_shuffle_i32x4::<0b11_01_11_01>(f, h);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpose_moves_word_j_of_row_r_to_word_r_of_row_j() {
+        if !has_avx512() {
+            return;
+        }
+        let rows: [[i32; 16]; 16] = std::array::from_fn(|r| std::array::from_fn(|j| (r * 100 + j) as i32));
+        // SAFETY: AVX-512 was checked; each array holds 16 words.
+        let out: [[i32; 16]; 16] = unsafe {
+            let t = transpose(rows.map(|r| _mm512_loadu_si512(r.as_ptr().cast())));
+            t.map(|v| std::mem::transmute::<__m512i, [i32; 16]>(v))
+        };
+        for r in 0..16 {
+            for j in 0..16 {
+                assert_eq!(out[j][r], rows[r][j]);
+            }
+        }
+    }
+}
