@@ -13,7 +13,7 @@
 //! columns per pass (more on AVX-512), so a batch decodes each weight block once for several
 //! columns; one kernel call runs a panel of such tiles down 16 weight rows.
 //!
-//! Batches of F32 activations against F32, F16, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 weights take
+//! Batches of F32 activations against F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 weights take
 //! another route on AVX-512 VNNI processors ([`panel`]): each thread decodes 16 weight rows at a
 //! time into a transposed layout and runs every column of its chunk against them.
 //!

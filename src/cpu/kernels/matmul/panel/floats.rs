@@ -1,4 +1,4 @@
-//! F32 and F16 weights on panels.
+//! F32, F16 and BF16 weights on panels.
 //!
 //! A panel holds the 16 rows' values as `f32`, one register per position along the rows
 //! (`[k][16]`). Each activation value, broadcast, is multiplied into it with one FMA: sixteen
@@ -6,9 +6,10 @@
 //! no alignment to keep (the dot-product tiles reduce every accumulator and read across cache
 //! lines unless weights and activations share their offset in the line).
 //!
-//! F16 weights take activations rounded to binary16 first, as ggml converts them to the F16
-//! `vec_dot_type`: the products of two binary16 values are exact in `f32`, so only the order
-//! of the sums differs from the dot-product tiles.
+//! F16 and BF16 weights take activations rounded to their format first, as ggml converts them
+//! to its `vec_dot_type`: the products of two such values are exact in `f32`, so only the
+//! order of the sums differs from the dot-product tiles (and ggml's `vdpbf16ps`, which also
+//! reads denormal bfloat16 as zero).
 
 use std::arch::x86_64::*;
 use std::marker::PhantomData;
@@ -16,6 +17,7 @@ use std::marker::PhantomData;
 use super::super::typed_mut;
 use super::{Kind, PANEL_ROWS, transpose};
 use crate::cpu::kernels::simd;
+use crate::quants::half::Bf16;
 
 /// A float weight format: its element and how sixteen of them widen to `f32`.
 pub(super) trait Float: Copy {
@@ -62,6 +64,26 @@ impl Float for u16 {
     unsafe fn load(at: *const u16, len: usize) -> __m512 {
         // SAFETY: the caller's contract; masked-off lanes are not read.
         _mm512_cvtph_ps(unsafe { _mm256_maskz_loadu_epi16(lanes(len), at.cast()) })
+    }
+}
+
+impl Float for Bf16 {
+    fn round(x: &[f32], out: &mut [f32]) {
+        let mut halves = [Bf16::default(); 256];
+        for (x, out) in x.chunks(256).zip(out.chunks_mut(256)) {
+            let halves = &mut halves[..x.len()];
+            simd::f32_to_bf16_row(x, halves);
+            simd::bf16_to_f32_row(halves, out);
+        }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn load(at: *const Bf16, len: usize) -> __m512 {
+        // SAFETY: the caller's contract; masked-off lanes are not read.
+        let bits = unsafe { _mm256_maskz_loadu_epi16(lanes(len), at.cast()) };
+        // bfloat16 is the high half of an f32
+        _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(bits)))
     }
 }
 

@@ -10,7 +10,7 @@
 //! the same shape by repacking weights when they are loaded.
 //!
 //! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), [`floats`] the
-//! F32 and F16 weights. This module shares the work out: chunks of one panel by a range of
+//! F32, F16 and BF16 weights. This module shares the work out: chunks of one panel by a range of
 //! columns, taken from the team's counter, each thread decoding into its own part of the
 //! scratch after the activations (converted into the kind's layout first).
 
@@ -73,7 +73,7 @@ const MAX_TILE_COLS: usize = 12;
 /// weights of a kind here, F32 activations, enough columns, and a processor with AVX-512 VNNI.
 pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
     let weights =
-        matches!(src0.type_, Type::F32 | Type::F16 | Type::Q4_0 | Type::Q4_1 | Type::Q5_0 | Type::Q5_1 | Type::Q8_0);
+        matches!(src0.type_, Type::F32 | Type::F16 | Type::BF16 | Type::Q4_0 | Type::Q4_1 | Type::Q5_0 | Type::Q5_1 | Type::Q8_0);
     weights && src1.type_ == Type::F32 && src1.ne[1] * src1.ne[2] * src1.ne[3] >= MIN_COLS && has_avx512()
 }
 
@@ -83,6 +83,7 @@ macro_rules! with_kind {
         match $ty {
             Type::F32 => $f::<floats::Floats<f32>>($($args),*),
             Type::F16 => $f::<floats::Floats<u16>>($($args),*),
+            Type::BF16 => $f::<floats::Floats<crate::quants::half::Bf16>>($($args),*),
             Type::Q4_0 => $f::<blocks::Blocks<crate::quants::q4::BlockQ4_0>>($($args),*),
             Type::Q4_1 => $f::<blocks::Blocks<crate::quants::q4::BlockQ4_1>>($($args),*),
             Type::Q5_0 => $f::<blocks::Blocks<crate::quants::q5::BlockQ5_0>>($($args),*),
