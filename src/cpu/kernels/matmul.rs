@@ -13,8 +13,8 @@
 //! columns per pass (more on AVX-512), so a batch decodes each weight block once for several
 //! columns; one kernel call runs a panel of such tiles down 16 weight rows.
 //!
-//! Batches of F32 activations against F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 weights take
-//! another route on AVX-512 VNNI processors ([`panel`]): each thread decodes 16 weight rows at a
+//! Batches of F32 activations against F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K
+//! or Q6_K weights take another route on AVX-512 VNNI processors ([`panel`]): each thread decodes 16 weight rows at a
 //! time into a transposed layout and runs every column of its chunk against them.
 //!
 //! `mul_mat_id` converts the same way, then groups the (slot, token) pairs by the expert
@@ -1011,6 +1011,14 @@ mod tests {
     }
 
     #[test]
+    fn mul_mat_k_quants_with_broadcast() {
+        for ty in [Type::Q4_K, Type::Q5_K, Type::Q6_K] {
+            check_mul_mat(ty, 512, 37, 5, "packed");
+            check_mul_mat(ty, 256, 16, 1, "transposed");
+        }
+    }
+
+    #[test]
     fn mul_mat_every_type_with_broadcast() {
         for ty in TYPES {
             let k = if ty.is_quantized() { 96 } else { 37 };
@@ -1229,7 +1237,19 @@ mod bench {
     #[test]
     #[ignore]
     fn mul_mat_gflops() {
-        let all = [Type::F32, Type::F16, Type::BF16, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0];
+        let all = [
+            Type::F32,
+            Type::F16,
+            Type::BF16,
+            Type::Q4_0,
+            Type::Q4_1,
+            Type::Q5_0,
+            Type::Q5_1,
+            Type::Q8_0,
+            Type::Q4_K,
+            Type::Q5_K,
+            Type::Q6_K,
+        ];
         let mut cases = vec![];
         match std::env::var("MM_BENCH") {
             Ok(spec) => {

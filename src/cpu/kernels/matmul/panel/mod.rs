@@ -9,13 +9,14 @@
 //! serves every column of its chunk, so the decoding is paid back over a batch; ggml reaches
 //! the same shape by repacking weights when they are loaded.
 //!
-//! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), [`floats`] the
-//! F32, F16 and BF16 weights. This module shares the work out: chunks of one panel by a range of
+//! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), [`kquants`] Q4_K,
+//! Q5_K and Q6_K, [`floats`] the F32, F16 and BF16 weights. This module shares the work out: chunks of one panel by a range of
 //! columns, taken from the team's counter, each thread decoding into its own part of the
 //! scratch after the activations (converted into the kind's layout first).
 
 mod blocks;
 mod floats;
+mod kquants;
 
 use std::arch::x86_64::*;
 
@@ -72,8 +73,20 @@ const MAX_TILE_COLS: usize = 12;
 /// Whether the panel route takes a MUL_MAT of `src0` by `src1` (before the scratch is known):
 /// weights of a kind here, F32 activations, enough columns, and a processor with AVX-512 VNNI.
 pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
-    let weights =
-        matches!(src0.type_, Type::F32 | Type::F16 | Type::BF16 | Type::Q4_0 | Type::Q4_1 | Type::Q5_0 | Type::Q5_1 | Type::Q8_0);
+    let weights = matches!(
+        src0.type_,
+        Type::F32
+            | Type::F16
+            | Type::BF16
+            | Type::Q4_0
+            | Type::Q4_1
+            | Type::Q5_0
+            | Type::Q5_1
+            | Type::Q8_0
+            | Type::Q4_K
+            | Type::Q5_K
+            | Type::Q6_K
+    );
     weights && src1.type_ == Type::F32 && src1.ne[1] * src1.ne[2] * src1.ne[3] >= MIN_COLS && has_avx512()
 }
 
@@ -89,6 +102,9 @@ macro_rules! with_kind {
             Type::Q5_0 => $f::<blocks::Blocks<crate::quants::q5::BlockQ5_0>>($($args),*),
             Type::Q5_1 => $f::<blocks::Blocks<crate::quants::q5::BlockQ5_1>>($($args),*),
             Type::Q8_0 => $f::<blocks::Blocks<crate::quants::q8::BlockQ8_0>>($($args),*),
+            Type::Q4_K => $f::<kquants::KQuants<crate::quants::k_quants::BlockQ4K>>($($args),*),
+            Type::Q5_K => $f::<kquants::KQuants<crate::quants::k_quants::BlockQ5K>>($($args),*),
+            Type::Q6_K => $f::<kquants::KQuants<crate::quants::k_quants::BlockQ6K>>($($args),*),
             other => crate::ggml_abort!("mul_mat: no panels for {} weights", other.name()),
         }
     };

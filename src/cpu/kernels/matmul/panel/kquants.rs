@@ -1,0 +1,234 @@
+//! The K-quants Q4_K, Q5_K and Q6_K on panels.
+//!
+//! A K-quant value is `factor·level + offset` with a factor and offset per sub-block (32
+//! values in Q4_K and Q5_K: `d·sc` and `−dmin·m`; 16 in Q6_K: `d·sc` and `−32·d·sc`) and
+//! unsigned levels (0..15, 0..31, 0..63). A panel super-block holds the 16 rows' levels
+//! interleaved four at a time, as the block formats' panels do, then per sub-block the rows'
+//! factors and offsets as `f32`. The levels are the unsigned side of `vpdpbusd` here and the
+//! activations (Q8_K, as ggml quantizes them) the signed side, so nothing is biased; a
+//! sub-block's integer sums are scaled by its factors, and its offsets meet the activations'
+//! sub-block sums (`d·Σq`, kept with the activation row).
+//!
+//! An activation row is per super-block its 256 levels, its scale `d` as `f32`, then the
+//! sub-blocks' sums `d·Σq` as `f32`.
+
+use std::arch::x86_64::*;
+use std::marker::PhantomData;
+
+use super::{Kind, PANEL_ROWS, transpose};
+use crate::quants::half::Half;
+use crate::quants::k_quants::{
+    BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, K_SCALE_SIZE, QK_K, affine_factors, quantize_row_q8_k,
+};
+
+/// Register groups of four levels per super-block.
+const GROUPS: usize = QK_K / 4;
+/// Bytes of a super-block's levels in a panel.
+const LEVEL_BYTES: usize = GROUPS * 64;
+
+/// A K-quant format the panels decode.
+pub(super) trait KFormat: Copy {
+    /// Values per sub-block (one factor and offset each).
+    const SUB: usize;
+
+    /// The super-block's levels in value order, and per sub-block its factor and offset.
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]);
+}
+
+impl KFormat for BlockQ4K {
+    const SUB: usize = 32;
+
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
+        for (q, out) in self.qs.chunks_exact(32).zip(levels.chunks_exact_mut(64)) {
+            let (lo, hi) = out.split_at_mut(32);
+            for ((a, b), &byte) in lo.iter_mut().zip(hi).zip(q) {
+                (*a, *b) = (byte & 0x0f, byte >> 4);
+            }
+        }
+        affine(self.d, self.dmin, &self.scales, factors, offsets);
+    }
+}
+
+impl KFormat for BlockQ5K {
+    const SUB: usize = 32;
+
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
+        for (g, (q, out)) in self.qs.chunks_exact(32).zip(levels.chunks_exact_mut(64)).enumerate() {
+            let (lo, hi) = out.split_at_mut(32);
+            for (l, (a, b)) in lo.iter_mut().zip(hi).enumerate() {
+                let h = self.qh[l] >> (2 * g);
+                *a = (q[l] & 0x0f) | ((h & 1) << 4);
+                *b = (q[l] >> 4) | ((h & 2) << 3);
+            }
+        }
+        affine(self.d, self.dmin, &self.scales, factors, offsets);
+    }
+}
+
+/// The factors `d·sc` and offsets `−dmin·m` of a Q4_K or Q5_K super-block.
+fn affine(d: Half, dmin: Half, scales: &[u8; K_SCALE_SIZE], factors: &mut [f32], offsets: &mut [f32]) {
+    for ((f, o), (d, m)) in factors.iter_mut().zip(offsets.iter_mut()).zip(affine_factors(d, dmin, scales)) {
+        (*f, *o) = (d, -m);
+    }
+}
+
+impl KFormat for BlockQ6K {
+    const SUB: usize = 16;
+
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
+        for (half, out) in levels.chunks_exact_mut(128).enumerate() {
+            let ql = &self.ql[64 * half..64 * (half + 1)];
+            let qh = &self.qh[32 * half..32 * (half + 1)];
+            for l in 0..32 {
+                for k in 0..4 {
+                    let low = if k < 2 { ql[l + 32 * k] & 0x0f } else { ql[l + 32 * (k - 2)] >> 4 };
+                    out[l + 32 * k] = low | (((qh[l] >> (2 * k)) & 3) << 4);
+                }
+            }
+        }
+        let d = self.d.to_f32();
+        for ((f, o), &sc) in factors.iter_mut().zip(offsets.iter_mut()).zip(&self.scales) {
+            *f = d * f32::from(sc as i8);
+            *o = -32.0 * *f;
+        }
+    }
+}
+
+/// The K-quants' [`Kind`]: `F` weights, activations from Q8_K.
+pub(super) struct KQuants<F>(PhantomData<F>);
+
+impl<F: KFormat> KQuants<F> {
+    const SUBS: usize = QK_K / F::SUB;
+    /// Bytes of one super-block of a panel: levels, then factors and offsets per sub-block.
+    const PANEL_BLOCK_BYTES: usize = LEVEL_BYTES + 2 * Self::SUBS * 64;
+    /// Bytes of one super-block of an activation row: levels, scale, sub-block sums.
+    const ACT_BLOCK_BYTES: usize = QK_K + 4 + 4 * Self::SUBS;
+}
+
+impl<F: KFormat> Kind for KQuants<F> {
+    const TILE_COLS: usize = 8;
+    const UNIT: usize = QK_K;
+
+    fn activation_row_size(n: usize) -> usize {
+        n / QK_K * Self::ACT_BLOCK_BYTES
+    }
+
+    fn panel_size(n: usize) -> usize {
+        n / QK_K * Self::PANEL_BLOCK_BYTES
+    }
+
+    fn convert(x: &[f32], _n: usize, first: usize, row: &mut [u8]) {
+        let mut blocks = vec![BlockQ8K::default(); x.len() / QK_K];
+        quantize_row_q8_k(x, &mut blocks);
+        let per_sum = F::SUB / 16;
+        for (blk, out) in blocks.iter().zip(row.chunks_exact_mut(Self::ACT_BLOCK_BYTES).skip(first)) {
+            let (levels, rest) = out.split_at_mut(QK_K);
+            levels.copy_from_slice(&blk.qs);
+            let d = blk.scale();
+            rest[..4].copy_from_slice(&d.to_ne_bytes());
+            for (j, sum) in rest[4..].chunks_exact_mut(4).enumerate() {
+                let q: i32 = (0..per_sum).map(|k| i32::from(blk.bsum(j * per_sum + k))).sum();
+                sum.copy_from_slice(&(d * q as f32).to_ne_bytes());
+            }
+        }
+    }
+
+    unsafe fn decode(rows: &[*const u8], n: usize, panel: *mut u8) {
+        let nb = n / QK_K;
+        let mut levels = [[0u8; QK_K]; PANEL_ROWS];
+        let (mut factors, mut offsets) = ([[0f32; PANEL_ROWS]; 16], [[0f32; PANEL_ROWS]; 16]);
+        for b in 0..nb {
+            for (r, &row) in rows.iter().enumerate() {
+                // SAFETY: block b < nb of a row of nb blocks of F (the caller's contract).
+                let block = unsafe { &*row.cast::<F>().add(b) };
+                let (mut f, mut o) = ([0f32; 16], [0f32; 16]);
+                block.unpack(&mut levels[r], &mut f[..Self::SUBS], &mut o[..Self::SUBS]);
+                for j in 0..Self::SUBS {
+                    (factors[j][r], offsets[j][r]) = (f[j], o[j]);
+                }
+            }
+            // SAFETY: super-block b of the panel (the caller's contract).
+            unsafe {
+                let base = panel.add(b * Self::PANEL_BLOCK_BYTES);
+                interleave(&levels[..rows.len()], base);
+                for j in 0..Self::SUBS {
+                    let at = base.add(LEVEL_BYTES + j * 128);
+                    std::ptr::copy_nonoverlapping(factors[j].as_ptr().cast::<u8>(), at, 64);
+                    std::ptr::copy_nonoverlapping(offsets[j].as_ptr().cast::<u8>(), at.add(64), 64);
+                }
+            }
+        }
+    }
+
+    unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [__m512; C] {
+        // SAFETY: the caller's contract.
+        unsafe {
+            match F::SUB {
+                32 => ktile::<C, 32>(panel, n / QK_K, acts),
+                _ => ktile::<C, 16>(panel, n / QK_K, acts),
+            }
+        }
+    }
+}
+
+/// Stores the rows' levels interleaved four at a time (rows past the last as zero).
+///
+/// # Safety
+/// AVX-512; `out` holds [`LEVEL_BYTES`] on a cache line.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn interleave(levels: &[[u8; QK_K]], out: *mut u8) {
+    for part in 0..QK_K / 64 {
+        let mut words = [_mm512_setzero_si512(); PANEL_ROWS];
+        for (w, row) in words.iter_mut().zip(levels) {
+            // SAFETY: 64 of the row's 256 levels.
+            *w = unsafe { _mm512_loadu_si512(row[part * 64..].as_ptr().cast()) };
+        }
+        for (g, w) in transpose(words).into_iter().enumerate() {
+            // SAFETY: group 16·part + g < GROUPS of the levels (the caller's contract).
+            unsafe { _mm512_store_si512(out.add((part * 16 + g) * 64).cast(), w) };
+        }
+    }
+}
+
+/// The panel's 16 rows by `C` activation rows, over `nb` super-blocks with sub-blocks of
+/// `SUB` values.
+///
+/// # Safety
+/// As for [`Kind::tile`], for a format with sub-blocks of `SUB` values.
+// Columns index the accumulators and activation rows together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn ktile<const C: usize, const SUB: usize>(panel: *const u8, nb: usize, acts: &[*const u8; C]) -> [__m512; C] {
+    let subs = QK_K / SUB;
+    let (act_bytes, panel_bytes) = (QK_K + 4 + 4 * subs, LEVEL_BYTES + 2 * subs * 64);
+    let mut acc = [_mm512_setzero_ps(); C];
+    for b in 0..nb {
+        // SAFETY: super-block b of the panel and of each activation row (the caller's
+        // contract); the panel's vectors lie on cache lines.
+        unsafe {
+            let base = panel.add(b * panel_bytes);
+            let ys: [*const u8; C] = std::array::from_fn(|c| acts[c].add(b * act_bytes));
+            let d: [__m512; C] =
+                std::array::from_fn(|c| _mm512_set1_ps(ys[c].add(QK_K).cast::<f32>().read_unaligned()));
+            for j in 0..subs {
+                let mut sums = [_mm512_setzero_si512(); C];
+                for g in j * SUB / 4..(j + 1) * SUB / 4 {
+                    let w = _mm512_load_si512(base.add(g * 64).cast());
+                    for c in 0..C {
+                        let y = ys[c].add(g * 4).cast::<i32>().read_unaligned();
+                        sums[c] = _mm512_dpbusd_epi32(sums[c], w, _mm512_set1_epi32(y));
+                    }
+                }
+                let factor = _mm512_load_ps(base.add(LEVEL_BYTES + j * 128).cast());
+                let offset = _mm512_load_ps(base.add(LEVEL_BYTES + j * 128 + 64).cast());
+                for c in 0..C {
+                    let sum_y = ys[c].add(QK_K + 4 + 4 * j).cast::<f32>().read_unaligned();
+                    acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]), _mm512_mul_ps(factor, d[c]), acc[c]);
+                    acc[c] = _mm512_fmadd_ps(offset, _mm512_set1_ps(sum_y), acc[c]);
+                }
+            }
+        }
+    }
+    acc
+}
