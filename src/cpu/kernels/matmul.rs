@@ -13,9 +13,10 @@
 //! columns per pass (more on AVX-512), so a batch decodes each weight block once for several
 //! columns; one kernel call runs a panel of such tiles down 16 weight rows.
 //!
-//! Batches of F32 activations against F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K
-//! or Q6_K weights take another route on AVX-512 VNNI processors ([`panel`]): each thread decodes 16 weight rows at a
-//! time into a transposed layout and runs every column of its chunk against them.
+//! Batches of F32 activations against F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
+//! Q5_K or Q6_K weights take another route on AVX-512 VNNI processors ([`panel`]): each thread
+//! decodes 16 weight rows at a time into a transposed layout and runs every column of its
+//! chunk against them.
 //!
 //! `mul_mat_id` converts the same way, then groups the (slot, token) pairs by the expert
 //! they route to, and runs each expert's group like a `mul_mat`, with a chunk counter per

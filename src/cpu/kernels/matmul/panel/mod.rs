@@ -9,10 +9,11 @@
 //! serves every column of its chunk, so the decoding is paid back over a batch; ggml reaches
 //! the same shape by repacking weights when they are loaded.
 //!
-//! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), [`kquants`] Q4_K,
-//! Q5_K and Q6_K, [`floats`] the F32, F16 and BF16 weights. This module shares the work out: chunks of one panel by a range of
-//! columns, taken from the team's counter, each thread decoding into its own part of the
-//! scratch after the activations (converted into the kind's layout first).
+//! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0), [`kquants`]
+//! Q4_K, Q5_K and Q6_K, [`floats`] the F32, F16 and BF16 weights. This module shares the work
+//! out: chunks of one panel by a range of columns, taken from the team's counter, each thread
+//! decoding into its own part of the scratch after the activations (converted into the kind's
+//! layout first).
 
 mod blocks;
 mod floats;
