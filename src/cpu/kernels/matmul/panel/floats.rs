@@ -36,6 +36,22 @@ fn lanes(len: usize) -> u16 {
     if len >= 16 { u16::MAX } else { (1u16 << len) - 1 }
 }
 
+/// `x` rounded into `out` through a 16-bit format: `narrow`, then `widen`, a stack buffer at a
+/// time.
+fn round_through<H: Copy + Default>(
+    x: &[f32],
+    out: &mut [f32],
+    narrow: fn(&[f32], &mut [H]),
+    widen: fn(&[H], &mut [f32]),
+) {
+    let mut halves = [H::default(); 256];
+    for (x, out) in x.chunks(256).zip(out.chunks_mut(256)) {
+        let halves = &mut halves[..x.len()];
+        narrow(x, halves);
+        widen(halves, out);
+    }
+}
+
 impl Float for f32 {
     fn round(x: &[f32], out: &mut [f32]) {
         out.copy_from_slice(x);
@@ -51,12 +67,7 @@ impl Float for f32 {
 
 impl Float for u16 {
     fn round(x: &[f32], out: &mut [f32]) {
-        let mut halves = [0u16; 256];
-        for (x, out) in x.chunks(256).zip(out.chunks_mut(256)) {
-            let halves = &mut halves[..x.len()];
-            simd::f32_to_fp16_row(x, halves);
-            simd::fp16_to_f32_row(halves, out);
-        }
+        round_through(x, out, simd::f32_to_fp16_row, simd::fp16_to_f32_row);
     }
 
     #[inline]
@@ -69,12 +80,7 @@ impl Float for u16 {
 
 impl Float for Bf16 {
     fn round(x: &[f32], out: &mut [f32]) {
-        let mut halves = [Bf16::default(); 256];
-        for (x, out) in x.chunks(256).zip(out.chunks_mut(256)) {
-            let halves = &mut halves[..x.len()];
-            simd::f32_to_bf16_row(x, halves);
-            simd::bf16_to_f32_row(halves, out);
-        }
+        round_through(x, out, simd::f32_to_bf16_row, simd::bf16_to_f32_row);
     }
 
     #[inline]
