@@ -13,10 +13,10 @@
 //! columns per pass (more on AVX-512), so a batch decodes each weight block once for several
 //! columns; one kernel call runs a panel of such tiles down 16 weight rows.
 //!
-//! Batches of F32 activations against F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
-//! Q5_K or Q6_K weights take another route on AVX-512 VNNI processors ([`panel`]): each thread
-//! decodes 16 weight rows at a time into a transposed layout and runs every column of its
-//! chunk against them.
+//! Batches of F32 activations against F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL,
+//! Q4_K, Q5_K or Q6_K weights take another route on AVX-512 VNNI processors ([`panel`]): each
+//! thread decodes 16 weight rows at a time into a transposed layout and runs every column of
+//! its chunk against them.
 //!
 //! `mul_mat_id` converts the same way, then groups the (slot, token) pairs by the expert
 //! they route to, and runs each expert's group like a `mul_mat`, with a chunk counter per
@@ -1012,8 +1012,8 @@ mod tests {
     }
 
     #[test]
-    fn mul_mat_k_quants_with_broadcast() {
-        for ty in [Type::Q4_K, Type::Q5_K, Type::Q6_K] {
+    fn mul_mat_k_quants_and_iq4_nl_with_broadcast() {
+        for ty in [Type::IQ4_NL, Type::Q4_K, Type::Q5_K, Type::Q6_K] {
             check_mul_mat(ty, 512, 37, 5, "packed");
             check_mul_mat(ty, 256, 16, 1, "transposed");
         }

@@ -1,4 +1,4 @@
-//! The 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) on panels.
+//! The 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) on panels.
 //!
 //! A panel block holds the 16 rows' signed byte levels, interleaved four at a time: one
 //! register holds the same four levels of all sixteen rows. Four levels of one activation row,
@@ -22,6 +22,7 @@ use super::{Kind, PANEL_ROWS, transpose};
 use crate::cpu::kernels::dot;
 use crate::cpu::kernels::dot_avx512::{bytes_pair, five_bit_pair, nibbles_pair};
 use crate::quants::half::Half;
+use crate::quants::iq4::{BlockIq4Nl, LEVELS as IQ4_NL_LEVELS};
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
@@ -151,6 +152,25 @@ impl Format for BlockQ8_0 {
         // SAFETY: the caller's contract.
         let (lo, hi) = unsafe { pair(row, b, two) };
         bytes_pair(&lo.qs, hi.map(|h| &h.qs))
+    }
+
+    fn scale(&self) -> Half {
+        self.d
+    }
+}
+
+impl Format for BlockIq4Nl {
+    const AFFINE: bool = false;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i {
+        // SAFETY: the caller's contract.
+        let (lo, hi) = unsafe { pair(row, b, two) };
+        // the 16 levels in every 128-bit lane, looked up by nibble
+        // SAFETY: the table holds 16 bytes.
+        let table = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(IQ4_NL_LEVELS.as_ptr().cast()) });
+        _mm512_shuffle_epi8(table, nibbles_pair(&lo.qs, hi.map(|h| &h.qs)))
     }
 
     fn scale(&self) -> Half {
