@@ -1247,6 +1247,7 @@ mod bench {
             Type::Q5_0,
             Type::Q5_1,
             Type::Q8_0,
+            Type::IQ4_NL,
             Type::Q4_K,
             Type::Q5_K,
             Type::Q6_K,

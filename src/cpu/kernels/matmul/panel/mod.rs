@@ -71,23 +71,26 @@ trait Kind {
 /// The most columns of any kind's tile.
 const MAX_TILE_COLS: usize = 12;
 
+/// The weight types with a panel [`Kind`] (each has an arm in `with_kind!`).
+const TYPES: [Type; 12] = [
+    Type::F32,
+    Type::F16,
+    Type::BF16,
+    Type::Q4_0,
+    Type::Q4_1,
+    Type::Q5_0,
+    Type::Q5_1,
+    Type::Q8_0,
+    Type::IQ4_NL,
+    Type::Q4_K,
+    Type::Q5_K,
+    Type::Q6_K,
+];
+
 /// Whether the panel route takes a MUL_MAT of `src0` by `src1` (before the scratch is known):
 /// weights of a kind here, F32 activations, enough columns, and a processor with AVX-512 VNNI.
 pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
-    let weights = matches!(
-        src0.type_,
-        Type::F32
-            | Type::F16
-            | Type::BF16
-            | Type::Q4_0
-            | Type::Q4_1
-            | Type::Q5_0
-            | Type::Q5_1
-            | Type::Q8_0
-            | Type::Q4_K
-            | Type::Q5_K
-            | Type::Q6_K
-    );
+    let weights = TYPES.contains(&src0.type_);
     weights && src1.type_ == Type::F32 && src1.ne[1] * src1.ne[2] * src1.ne[3] >= MIN_COLS && has_avx512()
 }
 
@@ -312,6 +315,16 @@ fn transpose(r: [__m512i; 16]) -> [__m512i; 16] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_panel_type_has_a_kind() {
+        fn size<K: Kind>(n: usize) -> usize {
+            K::panel_size(n)
+        }
+        for ty in TYPES {
+            assert!(with_kind!(ty, size(256)) > 0, "{}", ty.name());
+        }
+    }
 
     #[test]
     fn transpose_moves_word_j_of_row_r_to_word_r_of_row_j() {
