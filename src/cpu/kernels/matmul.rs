@@ -1226,6 +1226,7 @@ mod tests {
 
 #[cfg(test)]
 mod bench {
+    use super::DotKernel;
     use super::tests_support::*;
     use crate::core::types::Type;
 
@@ -1238,20 +1239,8 @@ mod bench {
     #[test]
     #[ignore]
     fn mul_mat_gflops() {
-        let all = [
-            Type::F32,
-            Type::F16,
-            Type::BF16,
-            Type::Q4_0,
-            Type::Q4_1,
-            Type::Q5_0,
-            Type::Q5_1,
-            Type::Q8_0,
-            Type::IQ4_NL,
-            Type::Q4_K,
-            Type::Q5_K,
-            Type::Q6_K,
-        ];
+        let with_tile =
+            |name: &str| (0..Type::COUNT).map(Type).find(|t| t.name() == name && DotKernel::for_type(*t).is_some());
         let mut cases = vec![];
         match std::env::var("MM_BENCH") {
             Ok(spec) => {
@@ -1259,7 +1248,7 @@ mod bench {
                 let k = parts.get(2).map_or(4096, |k| k.parse().expect("K"));
                 let m = parts.get(3).map_or(4096, |m| m.parse().expect("M"));
                 for name in parts[0].split(',') {
-                    let ty = *all.iter().find(|t| t.name() == name).expect("a type with a tile");
+                    let ty = with_tile(name).expect("a type with a tile");
                     for cols in parts.get(1).unwrap_or(&"1").split(',') {
                         cases.push((ty, cols.parse().expect("COLS"), k, m, false));
                     }

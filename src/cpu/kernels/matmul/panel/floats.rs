@@ -15,7 +15,7 @@ use std::arch::x86_64::*;
 use std::marker::PhantomData;
 
 use super::super::typed_mut;
-use super::{Kind, PANEL_ROWS, transpose};
+use super::{Kind, PANEL_ROWS, lanes, transpose};
 use crate::cpu::kernels::simd;
 use crate::quants::half::Bf16;
 
@@ -29,11 +29,6 @@ pub(super) trait Float: Copy {
     /// # Safety
     /// AVX-512; `at` starts `len` readable values.
     unsafe fn load(at: *const Self, len: usize) -> __m512;
-}
-
-/// The lanes below `len`.
-fn lanes(len: usize) -> u16 {
-    if len >= 16 { u16::MAX } else { (1u16 << len) - 1 }
 }
 
 /// `x` rounded into `out` through a 16-bit format: `narrow`, then `widen`, a stack buffer at a
