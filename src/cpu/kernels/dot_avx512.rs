@@ -21,6 +21,7 @@
 
 use std::arch::x86_64::*;
 
+use crate::cpu::kernels::dot::prefetch_next_tile;
 use crate::quants::half::{Bf16, Half};
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
@@ -102,7 +103,8 @@ fn head<T, const STEP: usize>(row: &[T]) -> usize {
     if to_boundary.is_multiple_of(size_of::<T>()) { (to_boundary / size_of::<T>()).min(row.len()) } else { 0 }
 }
 
-/// R×C products of rows of `n` values, `STEP` values per vector: `x(r, i, len)` and
+/// R×C products of the weight `rows` (of `n` values each, the length of the first), `STEP`
+/// values per vector, the next tile's rows prefetched as it goes: `x(r, i, len)` and
 /// `y(c, i, len)` read `len <= STEP` values at `i` (zeros above `len`), `madd(a, b, acc)` adds
 /// their products to 16 `f32` lanes. The first step takes `head < STEP` values (none when
 /// 0), so that the steps after it start at an aligned address of the rows.
@@ -110,18 +112,20 @@ fn head<T, const STEP: usize>(row: &[T]) -> usize {
 #[allow(clippy::needless_range_loop)]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn float_tile<const R: usize, const C: usize, const STEP: usize, V: Copy>(
-    n: usize,
+fn float_tile<T, const R: usize, const C: usize, const STEP: usize, V: Copy>(
+    rows: &[&[T]; R],
     head: usize,
     x: impl Fn(usize, usize, usize) -> V,
     y: impl Fn(usize, usize, usize) -> V,
     madd: impl Fn(V, V, __m512) -> __m512,
 ) -> [[f32; C]; R] {
+    let n = rows[0].len();
     let mut acc = [[_mm512_setzero_ps(); C]; R];
     // A macro and plain loops: a closure called twice (or through `array::from_fn`) is not
     // inlined, and would keep the accumulators or the loaded rows in memory.
     macro_rules! step {
         ($i:expr, $len:expr) => {{
+            prefetch_next_tile(rows, $i, $len);
             let mut xv = [x(0, $i, $len); R];
             for r in 1..R {
                 xv[r] = x(r, $i, $len);
@@ -157,8 +161,8 @@ pub unsafe fn f32_tile<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f
     let load = |row: &[f32], i: usize, len: usize| unsafe {
         _mm512_maskz_loadu_ps(low_lanes(len) as __mmask16, row.as_ptr().add(i))
     };
-    float_tile::<R, C, 16, __m512>(
-        x[0].len(),
+    float_tile::<_, R, C, 16, __m512>(
+        x,
         head::<_, 16>(x[0]),
         |r, i, len| load(x[r], i, len),
         |c, i, len| load(y[c], i, len),
@@ -174,8 +178,8 @@ pub unsafe fn f16_tile<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u
     let load = |row: &[u16], i: usize, len: usize| unsafe {
         _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(low_lanes(len) as __mmask16, row.as_ptr().add(i).cast()))
     };
-    float_tile::<R, C, 16, __m512>(
-        x[0].len(),
+    float_tile::<_, R, C, 16, __m512>(
+        x,
         head::<_, 16>(x[0]),
         |r, i, len| load(x[r], i, len),
         |c, i, len| load(y[c], i, len),
@@ -206,8 +210,8 @@ unsafe fn bf16_dot_pairs<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[
     let load = |row: &[Bf16], i: usize, len: usize| unsafe {
         std::mem::transmute::<__m512i, __m512bh>(_mm512_maskz_loadu_epi16(low_lanes(len), row.as_ptr().add(i).cast()))
     };
-    float_tile::<R, C, 32, __m512bh>(
-        x[0].len(),
+    float_tile::<_, R, C, 32, __m512bh>(
+        x,
         head::<_, 32>(x[0]),
         |r, i, len| load(x[r], i, len),
         |c, i, len| load(y[c], i, len),
@@ -226,8 +230,8 @@ unsafe fn bf16_widened<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[
         let h = _mm256_maskz_loadu_epi16(low_lanes(len) as __mmask16, row.as_ptr().add(i).cast());
         _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
     };
-    float_tile::<R, C, 16, __m512>(
-        x[0].len(),
+    float_tile::<_, R, C, 16, __m512>(
+        x,
         head::<_, 16>(x[0]),
         |r, i, len| load(x[r], i, len),
         |c, i, len| load(y[c], i, len),
@@ -309,23 +313,26 @@ pub(super) fn five_bit_pair(a: (&[u8; 16], [u8; 4]), b: Option<(&[u8; 16], [u8; 
     _mm512_or_si512(nibbles_pair(a.0, b.map(|b| b.0)), sixteens)
 }
 
-/// R×C products of `nb` blocks: `x(r, b, two)` gives the weights' unsigned levels (standing
+/// R×C products of the weight `rows` (of `nb` blocks each, the length of the first), the next
+/// tile's rows prefetched as it goes: `x(r, b, two)` gives the weights' unsigned levels (standing
 /// for `level − OFFSET`) of block b (and b + 1 when `two`), `y(c, b, two)` the activations'.
 /// With `AFFINE`, each block also adds `m·s` (the pairs' `extra`).
 // Rows and columns index the accumulator grid together.
 #[allow(clippy::needless_range_loop)]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn block_tile<const R: usize, const C: usize, const OFFSET: u8, const AFFINE: bool>(
-    nb: usize,
+fn block_tile<T, const R: usize, const C: usize, const OFFSET: u8, const AFFINE: bool>(
+    rows: &[&[T]; R],
     x: impl Fn(usize, usize, bool) -> Pair,
     y: impl Fn(usize, usize, bool) -> Pair,
 ) -> [[f32; C]; R] {
+    let nb = rows[0].len();
     let mut acc = [[_mm512_setzero_ps(); C]; R];
     // A macro rather than a closure, as in `float_tile`.
     macro_rules! step {
         ($b:expr, $two:expr) => {{
             let (b, two) = ($b, $two);
+            prefetch_next_tile(rows, b, 1 + usize::from(two));
             let mut xv = [x(0, b, two); R];
             for r in 1..R {
                 xv[r] = x(r, b, two);
@@ -425,7 +432,7 @@ pub unsafe fn q4_0_tile<const R: usize, const C: usize>(x: &[&[BlockQ4_0]; R], y
             extra: _mm512_setzero_ps(),
         }
     };
-    block_tile::<R, C, 8, false>(x[0].len(), weights, |c, b, two| {
+    block_tile::<_, R, C, 8, false>(x, weights, |c, b, two| {
         // SAFETY: the tile walks blocks below the rows' common length (its contract).
         unsafe { q8_0_pair(y[c], b, two) }
     })
@@ -446,7 +453,7 @@ pub unsafe fn q5_0_tile<const R: usize, const C: usize>(x: &[&[BlockQ5_0]; R], y
             extra: _mm512_setzero_ps(),
         }
     };
-    block_tile::<R, C, 16, false>(x[0].len(), weights, |c, b, two| {
+    block_tile::<_, R, C, 16, false>(x, weights, |c, b, two| {
         // SAFETY: the tile walks blocks below the rows' common length (its contract).
         unsafe { q8_0_pair(y[c], b, two) }
     })
@@ -464,7 +471,7 @@ pub unsafe fn q8_0_tile<const R: usize, const C: usize>(x: &[&[BlockQ8_0]; R], y
         // Flipping the sign bit adds 128 to a signed byte read as unsigned.
         Pair { q: _mm512_xor_si512(p.q, _mm512_set1_epi8(i8::MIN)), ..p }
     };
-    block_tile::<R, C, 128, false>(x[0].len(), weights, |c, b, two| {
+    block_tile::<_, R, C, 128, false>(x, weights, |c, b, two| {
         // SAFETY: the tile walks blocks below the rows' common length (its contract).
         unsafe { q8_0_pair(y[c], b, two) }
     })
@@ -485,7 +492,7 @@ pub unsafe fn q4_1_tile<const R: usize, const C: usize>(x: &[&[BlockQ4_1]; R], y
             extra: pair_minimums(lo.m, second(hi, |h| h.m)),
         }
     };
-    block_tile::<R, C, 0, true>(x[0].len(), weights, |c, b, two| {
+    block_tile::<_, R, C, 0, true>(x, weights, |c, b, two| {
         // SAFETY: the tile walks blocks below the rows' common length (its contract).
         unsafe { q8_1_pair(y[c], b, two) }
     })
@@ -506,7 +513,7 @@ pub unsafe fn q5_1_tile<const R: usize, const C: usize>(x: &[&[BlockQ5_1]; R], y
             extra: pair_minimums(lo.m, second(hi, |h| h.m)),
         }
     };
-    block_tile::<R, C, 0, true>(x[0].len(), weights, |c, b, two| {
+    block_tile::<_, R, C, 0, true>(x, weights, |c, b, two| {
         // SAFETY: the tile walks blocks below the rows' common length (its contract).
         unsafe { q8_1_pair(y[c], b, two) }
     })

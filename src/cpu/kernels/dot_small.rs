@@ -304,6 +304,7 @@ mod avx2 {
         let mut acc = [[_mm256_setzero_ps(); C]; R];
         let (mut raw, mut q) = ([zero; R], [zero; R]);
         for b in 0..x[0].len() {
+            crate::cpu::kernels::dot::prefetch_next_tile(x, b, 1);
             let mut sums = [[zero; C]; R];
             for h in 0..2 {
                 for r in 0..R {

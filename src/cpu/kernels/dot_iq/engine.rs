@@ -11,6 +11,7 @@
 use std::arch::x86_64::*;
 
 use super::grids::SEVEN_BIT_SIGN_BYTES;
+use crate::cpu::kernels::dot::prefetch_next_tile;
 use crate::cpu::kernels::simd::avx2::hsum;
 use crate::quants::half::Half;
 use crate::quants::k_quants::{BlockQ8K, QK_K};
@@ -154,6 +155,7 @@ pub fn q8k_tile<X, P: Copy, const R: usize, const C: usize>(
 ) -> [[f32; C]; R] {
     let mut acc = [[_mm256_setzero_ps(); C]; R];
     for b in 0..x[0].len() {
+        prefetch_next_tile(x, b, 1);
         let first = prep(&x[0][b]);
         let (mut dx, mut shared) = ([first.0; R], [first.1; R]);
         for r in 1..R {
@@ -227,7 +229,7 @@ macro_rules! q8_0_tiles {
         mod $module {
             use std::arch::x86_64::*;
 
-            use super::{Q8_0Group, Weights32, half8, load32, sums_of};
+            use super::{Q8_0Group, Weights32, half8, load32, prefetch_next_tile, sums_of};
 
             /// Σ of four products of unsigned bytes of `a` with signed bytes of `b`, per 32-bit
             /// lane.
@@ -249,6 +251,7 @@ macro_rules! q8_0_tiles {
                 let mut acc = [[_mm256_setzero_ps(); C]; R];
                 let mut dy = [_mm256_setzero_ps(); C];
                 for b in 0..x[0].len() {
+                    prefetch_next_tile(x, b, 1);
                     for k in 0..Y::BLOCKS {
                         for c in 0..C {
                             dy[c] = half8(y[c][b].block(k).d);
