@@ -931,7 +931,11 @@ mod int8 {
     ) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX2, FMA and F16C; AVX-VNNI is checked.
         unsafe {
-            if has_vnni() { super::tiles_vnni::signed_tile(rows, x, y) } else { super::tiles_avx2::signed_tile(rows, x, y) }
+            if has_vnni() {
+                super::tiles_vnni::signed_tile(rows, x, y)
+            } else {
+                super::tiles_avx2::signed_tile(rows, x, y)
+            }
         }
     }
 
@@ -962,7 +966,11 @@ mod int8 {
     ) -> [[f32; C]; R] {
         // SAFETY: as above.
         unsafe {
-            if has_vnni() { super::tiles_vnni::affine_tile(rows, x, y) } else { super::tiles_avx2::affine_tile(rows, x, y) }
+            if has_vnni() {
+                super::tiles_vnni::affine_tile(rows, x, y)
+            } else {
+                super::tiles_avx2::affine_tile(rows, x, y)
+            }
         }
     }
 }

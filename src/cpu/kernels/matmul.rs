@@ -1012,8 +1012,8 @@ mod tests {
     }
 
     #[test]
-    fn mul_mat_k_quants_and_iq4_nl_with_broadcast() {
-        for ty in [Type::IQ4_NL, Type::Q4_K, Type::Q5_K, Type::Q6_K] {
+    fn mul_mat_panel_formats_with_broadcast() {
+        for ty in [Type::IQ4_NL, Type::MXFP4, Type::Q2_K, Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_XS] {
             check_mul_mat(ty, 512, 37, 5, "packed");
             check_mul_mat(ty, 256, 16, 1, "transposed");
         }

@@ -21,6 +21,7 @@ use std::marker::PhantomData;
 use super::{Kind, PANEL_ROWS, transpose};
 use crate::cpu::kernels::dot;
 use crate::cpu::kernels::dot_avx512::{bytes_pair, five_bit_pair, nibbles_pair};
+use crate::quants::fp4::{BlockMxfp4, E2M1_DOUBLED, e8m0_to_f32_half};
 use crate::quants::half::Half;
 use crate::quants::iq4::{BlockIq4Nl, LEVELS as IQ4_NL_LEVELS};
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
@@ -47,10 +48,11 @@ pub(super) trait Format: Copy {
     /// AVX-512 (F, BW, VNNI) is available; `b < row.len()`, and `b + 1 < row.len()` when `two`.
     unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i;
 
-    fn scale(&self) -> Half;
+    /// The block's scale (of its levels as [`Format::levels`] gives them).
+    fn scale(&self) -> f32;
 
-    fn minimum(&self) -> Half {
-        Half::default()
+    fn minimum(&self) -> f32 {
+        0.0
     }
 }
 
@@ -82,8 +84,8 @@ impl Format for BlockQ4_0 {
         centred(nibbles_pair(&lo.qs, hi.map(|h| &h.qs)), 8)
     }
 
-    fn scale(&self) -> Half {
-        self.d
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
     }
 }
 
@@ -98,12 +100,12 @@ impl Format for BlockQ4_1 {
         nibbles_pair(&lo.qs, hi.map(|h| &h.qs))
     }
 
-    fn scale(&self) -> Half {
-        self.d
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
     }
 
-    fn minimum(&self) -> Half {
-        self.m
+    fn minimum(&self) -> f32 {
+        self.m.to_f32()
     }
 }
 
@@ -118,8 +120,8 @@ impl Format for BlockQ5_0 {
         centred(five_bit_pair((&lo.qs, lo.qh), hi.map(|h| (&h.qs, h.qh))), 16)
     }
 
-    fn scale(&self) -> Half {
-        self.d
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
     }
 }
 
@@ -134,12 +136,12 @@ impl Format for BlockQ5_1 {
         five_bit_pair((&lo.qs, lo.qh), hi.map(|h| (&h.qs, h.qh)))
     }
 
-    fn scale(&self) -> Half {
-        self.d
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
     }
 
-    fn minimum(&self) -> Half {
-        self.m
+    fn minimum(&self) -> f32 {
+        self.m.to_f32()
     }
 }
 
@@ -154,8 +156,8 @@ impl Format for BlockQ8_0 {
         bytes_pair(&lo.qs, hi.map(|h| &h.qs))
     }
 
-    fn scale(&self) -> Half {
-        self.d
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
     }
 }
 
@@ -173,8 +175,28 @@ impl Format for BlockIq4Nl {
         _mm512_shuffle_epi8(table, nibbles_pair(&lo.qs, hi.map(|h| &h.qs)))
     }
 
-    fn scale(&self) -> Half {
-        self.d
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
+    }
+}
+
+impl Format for BlockMxfp4 {
+    const AFFINE: bool = false;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i {
+        // SAFETY: the caller's contract.
+        let (lo, hi) = unsafe { pair(row, b, two) };
+        // the E2M1 values doubled (integers), looked up by nibble as for IQ4_NL
+        // SAFETY: the table holds 16 bytes.
+        let table = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(E2M1_DOUBLED.as_ptr().cast()) });
+        _mm512_shuffle_epi8(table, nibbles_pair(&lo.qs, hi.map(|h| &h.qs)))
+    }
+
+    fn scale(&self) -> f32 {
+        // half the E8M0 scale, for the doubled levels
+        e8m0_to_f32_half(self.e)
     }
 }
 
@@ -287,18 +309,17 @@ unsafe fn decode_rows<F: Format>(rows: &[&[F]], nb: usize, panel: *mut u8) {
                 sums = _mm512_dpbusd_epi32(sums, ones, w);
             }
             let seeds = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32::<7>(sums));
-            let (mut d, mut m) = ([0u16; PANEL_ROWS], [0u16; PANEL_ROWS]);
+            let (mut d, mut m) = ([0f32; PANEL_ROWS], [0f32; PANEL_ROWS]);
             for (r, row) in rows.iter().enumerate() {
                 // SAFETY: blk < nb.
                 let block = unsafe { row.get_unchecked(blk) };
-                d[r] = block.scale().bits();
-                m[r] = block.minimum().bits();
+                (d[r], m[r]) = (block.scale(), block.minimum());
             }
-            // SAFETY: inside the panel block, on cache lines; the arrays hold 16 halves.
+            // SAFETY: inside the panel block, on cache lines; the arrays hold 16 floats.
             unsafe {
                 _mm512_store_si512(base.add(SEEDS).cast(), seeds);
-                _mm512_store_ps(base.add(SCALES).cast(), _mm512_cvtph_ps(_mm256_loadu_si256(d.as_ptr().cast())));
-                _mm512_store_ps(base.add(MINIMUMS).cast(), _mm512_cvtph_ps(_mm256_loadu_si256(m.as_ptr().cast())));
+                _mm512_store_ps(base.add(SCALES).cast(), _mm512_loadu_ps(d.as_ptr()));
+                _mm512_store_ps(base.add(MINIMUMS).cast(), _mm512_loadu_ps(m.as_ptr()));
             }
         }
         b += 2;

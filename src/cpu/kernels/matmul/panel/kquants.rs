@@ -1,4 +1,4 @@
-//! The K-quants Q4_K, Q5_K and Q6_K on panels.
+//! The K-quants Q2_K, Q4_K, Q5_K and Q6_K, and IQ4_XS, on panels.
 //!
 //! A K-quant value is `factor·level + offset` with a factor and offset per sub-block (32
 //! values in Q4_K and Q5_K: `d·sc` and `−dmin·m`; 16 in Q6_K: `d·sc` and `−32·d·sc`) and
@@ -17,8 +17,9 @@ use std::marker::PhantomData;
 
 use super::{Kind, PANEL_ROWS, transpose};
 use crate::quants::half::Half;
+use crate::quants::iq4::{BlockIq4Xs, LEVELS as IQ4_LEVELS};
 use crate::quants::k_quants::{
-    BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, K_SCALE_SIZE, QK_K, affine_factors, quantize_row_q8_k,
+    BlockQ2K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, K_SCALE_SIZE, QK_K, affine_factors, quantize_row_q8_k,
 };
 
 /// Register groups of four levels per super-block.
@@ -90,6 +91,49 @@ impl KFormat for BlockQ6K {
         for ((f, o), &sc) in factors.iter_mut().zip(offsets.iter_mut()).zip(&self.scales) {
             *f = d * f32::from(sc as i8);
             *o = -32.0 * *f;
+        }
+    }
+}
+
+impl KFormat for BlockQ2K {
+    const SUB: usize = 16;
+
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
+        // value 128h + 32j + l: bits 2j of byte 32h + l
+        for (h, out) in levels.chunks_exact_mut(128).enumerate() {
+            let q = &self.qs[32 * h..32 * (h + 1)];
+            for (j, out) in out.chunks_exact_mut(32).enumerate() {
+                for (o, &byte) in out.iter_mut().zip(q) {
+                    *o = (byte >> (2 * j)) & 3;
+                }
+            }
+        }
+        let (d, dmin) = (self.d.to_f32(), self.dmin.to_f32());
+        for ((f, o), &sc) in factors.iter_mut().zip(offsets.iter_mut()).zip(&self.scales) {
+            (*f, *o) = (d * f32::from(sc & 0x0f), -dmin * f32::from(sc >> 4));
+        }
+    }
+}
+
+impl KFormat for BlockIq4Xs {
+    const SUB: usize = 32;
+
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
+        // the non-linear levels (−127..113) stored with +128, taken off again by the offsets
+        let level = |nibble: u8| IQ4_LEVELS[usize::from(nibble)] as u8 ^ 0x80;
+        for (q, out) in self.qs.chunks_exact(16).zip(levels.chunks_exact_mut(32)) {
+            let (lo, hi) = out.split_at_mut(16);
+            for ((a, b), &byte) in lo.iter_mut().zip(hi).zip(q) {
+                (*a, *b) = (level(byte & 0x0f), level(byte >> 4));
+            }
+        }
+        let d = self.d.to_f32();
+        let high = u16::from_le_bytes(self.scales_h);
+        for (i, (f, o)) in factors.iter_mut().zip(offsets.iter_mut()).enumerate() {
+            let low = (self.scales_l[i / 2] >> (4 * (i % 2))) & 0x0f;
+            let scale = i32::from(low | (((high >> (2 * i)) & 3) as u8) << 4) - 32;
+            *f = d * scale as f32;
+            *o = -128.0 * *f;
         }
     }
 }

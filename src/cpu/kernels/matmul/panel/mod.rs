@@ -9,8 +9,8 @@
 //! serves every column of its chunk, so the decoding is paid back over a batch; ggml reaches
 //! the same shape by repacking weights when they are loaded.
 //!
-//! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL), [`kquants`]
-//! Q4_K, Q5_K and Q6_K, [`floats`] the F32, F16 and BF16 weights. This module shares the work
+//! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4),
+//! [`kquants`] the super-block formats with Q8_K activations (Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS), [`floats`] the F32, F16 and BF16 weights. This module shares the work
 //! out: chunks of one panel by a range of columns, taken from the team's counter, each thread
 //! decoding into its own part of the scratch after the activations (converted into the kind's
 //! layout first).
@@ -85,6 +85,9 @@ macro_rules! with_kind {
             Type::Q5_1 => Some($f::<blocks::Blocks<crate::quants::q5::BlockQ5_1>>($($args),*)),
             Type::Q8_0 => Some($f::<blocks::Blocks<crate::quants::q8::BlockQ8_0>>($($args),*)),
             Type::IQ4_NL => Some($f::<blocks::Blocks<crate::quants::iq4::BlockIq4Nl>>($($args),*)),
+            Type::MXFP4 => Some($f::<blocks::Blocks<crate::quants::fp4::BlockMxfp4>>($($args),*)),
+            Type::Q2_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ2K>>($($args),*)),
+            Type::IQ4_XS => Some($f::<kquants::KQuants<crate::quants::iq4::BlockIq4Xs>>($($args),*)),
             Type::Q4_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ4K>>($($args),*)),
             Type::Q5_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ5K>>($($args),*)),
             Type::Q6_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ6K>>($($args),*)),
