@@ -161,6 +161,16 @@ impl Format for BlockQ8_0 {
     }
 }
 
+/// The levels of the non-linear 4-bit formats: `table` looked up by the nibbles of a block
+/// pair's bytes (in [`nibbles_pair`]'s value order), with the table in every 128-bit lane.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn looked_up(table: &[i8; 16], lo: &[u8; 16], hi: Option<&[u8; 16]>) -> __m512i {
+    // SAFETY: the table holds the 16 bytes read.
+    let table = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(table.as_ptr().cast()) });
+    _mm512_shuffle_epi8(table, nibbles_pair(lo, hi))
+}
+
 impl Format for BlockIq4Nl {
     const AFFINE: bool = false;
 
@@ -169,10 +179,7 @@ impl Format for BlockIq4Nl {
     unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i {
         // SAFETY: the caller's contract.
         let (lo, hi) = unsafe { pair(row, b, two) };
-        // the 16 levels in every 128-bit lane, looked up by nibble
-        // SAFETY: the table holds 16 bytes.
-        let table = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(IQ4_NL_LEVELS.as_ptr().cast()) });
-        _mm512_shuffle_epi8(table, nibbles_pair(&lo.qs, hi.map(|h| &h.qs)))
+        looked_up(&IQ4_NL_LEVELS, &lo.qs, hi.map(|h| &h.qs))
     }
 
     fn scale(&self) -> f32 {
@@ -188,10 +195,8 @@ impl Format for BlockMxfp4 {
     unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i {
         // SAFETY: the caller's contract.
         let (lo, hi) = unsafe { pair(row, b, two) };
-        // the E2M1 values doubled (integers), looked up by nibble as for IQ4_NL
-        // SAFETY: the table holds 16 bytes.
-        let table = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(E2M1_DOUBLED.as_ptr().cast()) });
-        _mm512_shuffle_epi8(table, nibbles_pair(&lo.qs, hi.map(|h| &h.qs)))
+        // the E2M1 values doubled: integers
+        looked_up(&E2M1_DOUBLED, &lo.qs, hi.map(|h| &h.qs))
     }
 
     fn scale(&self) -> f32 {
