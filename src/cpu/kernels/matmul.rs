@@ -13,10 +13,9 @@
 //! columns per pass (more on AVX-512), so a batch decodes each weight block once for several
 //! columns; one kernel call runs a panel of such tiles down 16 weight rows.
 //!
-//! Batches of F32 activations against F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL,
-//! Q4_K, Q5_K or Q6_K weights take another route on AVX-512 VNNI processors ([`panel`]): each
-//! thread decodes 16 weight rows at a time into a transposed layout and runs every column of
-//! its chunk against them.
+//! Batches of F32 activations against the weight types [`panel`] lists take another route on
+//! AVX-512 VNNI processors: each thread decodes 16 weight rows at a time into a transposed
+//! layout and runs every column of its chunk against them.
 //!
 //! `mul_mat_id` converts the same way, then groups the (slot, token) pairs by the expert
 //! they route to, and runs each expert's group like a `mul_mat`, with a chunk counter per
@@ -310,6 +309,40 @@ impl<'a> Product<'a> {
     }
 }
 
+/// The indices `(i11, i12, i13)` of a flat result column `ir1` of a `[.., ne1, ne2, ..]`
+/// product, counted up column by column rather than divided out for each.
+struct ColumnIndex {
+    i11: i64,
+    i12: i64,
+    i13: i64,
+    ne1: i64,
+    ne2: i64,
+}
+
+impl ColumnIndex {
+    fn at(ir1: i64, ne1: i64, ne2: i64) -> Self {
+        ColumnIndex { i11: ir1 % ne1, i12: (ir1 / ne1) % ne2, i13: ir1 / (ne1 * ne2), ne1, ne2 }
+    }
+
+    /// On to column `ir1 + 1`.
+    fn advance(&mut self) {
+        self.i11 += 1;
+        if self.i11 == self.ne1 {
+            self.i11 = 0;
+            self.i12 += 1;
+            if self.i12 == self.ne2 {
+                self.i12 = 0;
+                self.i13 += 1;
+            }
+        }
+    }
+
+    /// The column's byte offset in `t`, by its strides `nb[1..4]`.
+    fn offset(&self, t: &Tensor) -> usize {
+        self.i11 as usize * t.nb[1] + self.i12 as usize * t.nb[2] + self.i13 as usize * t.nb[3]
+    }
+}
+
 /// The chunk grid of a product with `nr0` result rows and `nr1` result columns:
 /// (chunks along rows, chunks along columns, rows per chunk, columns per chunk). Columns per
 /// chunk are rounded up to a multiple of `tile_cols`, the kernel's widest tile, where that
@@ -463,30 +496,20 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
         let cols = dr1 * c1..(dr1 * c1 + dr1).min(nr1);
         for cb in (cols.start..cols.end).step_by(BLOCK_COLS as usize) {
             let cb_end = (cb + BLOCK_COLS).min(cols.end);
-            // The block's columns, in runs that multiply the same src0 matrix; the column's
-            // indices are counted up rather than divided out column by column.
+            // The block's columns, in runs that multiply the same src0 matrix.
             let mut ir1 = cb;
-            let (mut i11, mut i12, mut i13) = (ir1 % ne1, (ir1 / ne1) % ne2, ir1 / (ne1 * ne2));
+            let mut at = ColumnIndex::at(ir1, ne1, ne2);
             while ir1 < cb_end {
                 let mut run: [Option<Column>; BLOCK_COLS as usize] = [None; BLOCK_COLS as usize];
-                let matrix = (i12 / r2, i13 / r3);
+                let matrix = (at.i12 / r2, at.i13 / r3);
                 let mut count = 0;
-                while ir1 < cb_end && (i12 / r2, i13 / r3) == matrix {
-                    let dst_off = i11 as usize * dst.nb[1] + i12 as usize * dst.nb[2] + i13 as usize * dst.nb[3];
+                while ir1 < cb_end && (at.i12 / r2, at.i13 / r3) == matrix {
                     // SAFETY: the column exists in dst (indices from its shape).
-                    let dst_col = unsafe { dst.data.cast::<u8>().add(dst_off).cast::<f32>() };
-                    run[count] = Some(Column { act: acts.row(i11, i12, i13), dst: dst_col });
+                    let dst_col = unsafe { dst.data.cast::<u8>().add(at.offset(&dst)).cast::<f32>() };
+                    run[count] = Some(Column { act: acts.row(at.i11, at.i12, at.i13), dst: dst_col });
                     count += 1;
                     ir1 += 1;
-                    i11 += 1;
-                    if i11 == ne1 {
-                        i11 = 0;
-                        i12 += 1;
-                        if i12 == ne2 {
-                            i12 = 0;
-                            i13 += 1;
-                        }
-                    }
+                    at.advance();
                 }
                 let first = run[0].unwrap_or_else(|| crate::ggml_abort!("mul_mat: empty column run"));
                 let columns: [Column; BLOCK_COLS as usize] = std::array::from_fn(|k| run[k].unwrap_or(first));

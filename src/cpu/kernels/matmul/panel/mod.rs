@@ -10,10 +10,11 @@
 //! the same shape by repacking weights when they are loaded.
 //!
 //! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4),
-//! [`kquants`] the super-block formats with Q8_K activations (Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS), [`floats`] the F32, F16 and BF16 weights. This module shares the work
-//! out: chunks of one panel by a range of columns, taken from the team's counter, each thread
-//! decoding into its own part of the scratch after the activations (converted into the kind's
-//! layout first).
+//! [`kquants`] the super-block formats with Q8_K activations (Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS),
+//! [`floats`] the F32, F16 and BF16 weights; `with_kind!` is the one list of them. This module
+//! shares the work out: chunks of one panel by a range of columns, taken from the team's
+//! counter, each thread decoding into its own part of the scratch after the activations
+//! (converted into the kind's layout first).
 
 mod blocks;
 mod floats;
@@ -21,7 +22,7 @@ mod kquants;
 
 use std::arch::x86_64::*;
 
-use super::{ComputeParams, Tensor, ceil_div, share_rows, span};
+use super::{ColumnIndex, ComputeParams, Tensor, ceil_div, share_rows, span};
 use crate::core::types::Type;
 use crate::cpu::kernels::features::has_avx512;
 use crate::cpu::plan::CACHE_LINE_SIZE;
@@ -193,10 +194,9 @@ fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tens
         let mut count = 0;
         let mut tile_matrix = None;
         let cols = g * group_cols..((g + 1) * group_cols).min(nr1);
-        // the column's indices, counted up rather than divided out column by column
-        let (mut i11, mut i12, mut i13) = (cols.start % ne1, (cols.start / ne1) % ne2, cols.start / (ne1 * ne2));
+        let mut at = ColumnIndex::at(cols.start, ne1, ne2);
         for ir1 in cols {
-            let matrix = (i12 / r2) as usize * src0.nb[2] + (i13 / r3) as usize * src0.nb[3];
+            let matrix = (at.i12 / r2) as usize * src0.nb[2] + (at.i13 / r3) as usize * src0.nb[3];
             if count == K::TILE_COLS || tile_matrix.is_some_and(|m| m != matrix) {
                 // SAFETY: the panel holds the tile's matrix's rows; the destinations are this
                 // chunk's own.
@@ -218,19 +218,10 @@ fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tens
                 decoded = Some((matrix, p));
             }
             tile_matrix = Some(matrix);
-            let dst_off = i11 as usize * dst.nb[1] + i12 as usize * dst.nb[2] + i13 as usize * dst.nb[3];
-            let out = dst.data.cast::<u8>().wrapping_add(dst_off).cast::<f32>().wrapping_add(first_row as usize);
+            let out = dst.data.cast::<u8>().wrapping_add(at.offset(dst)).cast::<f32>().wrapping_add(first_row as usize);
             tile[count] = (wdata.wrapping_add(ir1 as usize * row_size).cast_const(), out);
             count += 1;
-            i11 += 1;
-            if i11 == ne1 {
-                i11 = 0;
-                i12 += 1;
-                if i12 == ne2 {
-                    i12 = 0;
-                    i13 += 1;
-                }
-            }
+            at.advance();
         }
         // SAFETY: as above.
         unsafe { run_tile::<K>(panel, n, nrows, &tile[..count]) };
