@@ -840,6 +840,7 @@ mod tests {
     use crate::cpu::compute::compute;
     use crate::cpu::kernels::testing::{Rng, ctx, nmse, random};
     use crate::cpu::plan::{OpTable, plan};
+    use crate::quants::chunk;
 
     /// Fills a tensor, plain or contiguous and quantized, with random values; returns what it
     /// holds, as f64 in logical order.
@@ -853,7 +854,10 @@ mod tests {
         let mut y = vec![0.0; n];
         // SAFETY: the tensor is allocated and contiguous: the row of `n` values of its type.
         unsafe {
-            copy::quantize_row_into(t.type_, &x, t.data.cast::<u8>());
+            let bytes = std::slice::from_raw_parts_mut(t.data.cast::<u8>(), t.type_.row_size(n as i64));
+            let ne0 = t.ne[0] as usize;
+            let imatrix = vec![1.0; ne0];
+            chunk::quantize_chunk(t.type_, &x, bytes, ne0, chunk::requires_imatrix(t.type_).then_some(&imatrix[..]));
             copy::dequantize_row_from(t.type_, t.data.cast::<u8>(), &mut y);
         }
         y.iter().map(|&v| f64::from(v)).collect()
@@ -1036,7 +1040,9 @@ mod tests {
 
     #[test]
     fn mul_mat_panel_formats_with_broadcast() {
-        for ty in [Type::IQ4_NL, Type::MXFP4, Type::Q2_K, Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_XS] {
+        let grids = [Type::IQ1_S, Type::IQ1_M, Type::IQ2_XXS, Type::IQ2_XS, Type::IQ2_S, Type::IQ3_XXS, Type::IQ3_S];
+        let others = [Type::IQ4_NL, Type::MXFP4, Type::Q2_K, Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_XS];
+        for ty in others.into_iter().chain(grids) {
             check_mul_mat(ty, 512, 37, 5, "packed");
             check_mul_mat(ty, 256, 16, 1, "transposed");
         }

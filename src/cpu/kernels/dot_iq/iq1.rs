@@ -4,20 +4,22 @@
 //! activations' block sums: the same integers).
 
 use super::grids::grids;
-use super::q8;
+use super::{Whole, whole_dot};
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::VecDot;
 use crate::quants::half::Half;
 use crate::quants::iq1::{BlockIq1M, BlockIq1S};
-use crate::quants::k_quants::BlockQ8K;
+use crate::quants::k_quants::{BlockQ8K, QK_K};
 
-/// Σ (8g + shift)·y over the 8 values of a point (`grid` its bytes 8g).
-fn shifted_group_sum(grid: u64, shift: i32, y: &[u8]) -> i32 {
-    grid.to_le_bytes().iter().enumerate().map(|(j, &g)| (i32::from(g as i8) + shift) * q8(y, j)).sum()
+/// Writes the 8 values 8g + shift of a point (`grid` its bytes 8g).
+fn put_shifted(out: &mut [i8], grid: u64, shift: i8) {
+    for (o, g) in out.iter_mut().zip(grid.to_le_bytes()) {
+        *o = g as i8 + shift;
+    }
 }
 
 /// The shift of a group: -1 (for -1/8) when its sign bit is set, else +1.
-fn shift(negative: bool) -> i32 {
+fn shift(negative: bool) -> i8 {
     if negative { -1 } else { 1 }
 }
 
@@ -56,9 +58,51 @@ fn m_scales(sc: &[u16; 4], i: usize) -> (i32, i32) {
 
 /// The grid index and shift of point `l` (0..4) of group `i` of an `iq1_m` block, from its
 /// nibble of `qh`: 3 high index bits and the shift sign.
-fn m_point(b: &BlockIq1M, i: usize, l: usize) -> (usize, i32) {
+fn m_point(b: &BlockIq1M, i: usize, l: usize) -> (usize, i8) {
     let nibble = b.qh[2 * i + l / 2] >> (4 * (l % 2));
     (usize::from(b.qs[4 * i + l]) | usize::from(nibble & 7) << 8, shift(nibble & 8 != 0))
+}
+
+/// Whole values of the ternary grids: 8g ± 1, multipliers 2s+1, the fixed factor 1/8.
+impl Whole for BlockIq1S {
+    const SUB: usize = 32;
+    const MAX: i8 = 9;
+
+    fn scale(&self) -> f32 {
+        0.125 * self.d.to_f32()
+    }
+
+    fn whole(&self, bytes: &mut [i8; QK_K], multipliers: &mut [i32]) {
+        let grid = &grids().iq1_s;
+        for (i, (out, m)) in bytes.chunks_exact_mut(32).zip(multipliers).enumerate() {
+            let delta = shift(s_word(self, i) & 0x8000 != 0);
+            for (l, out) in out.chunks_exact_mut(8).enumerate() {
+                put_shifted(out, grid[s_index(self, i, l)], delta);
+            }
+            *m = s_scale(self, i);
+        }
+    }
+}
+
+impl Whole for BlockIq1M {
+    const SUB: usize = 16;
+    const MAX: i8 = 9;
+
+    fn scale(&self) -> f32 {
+        0.125 * m_super_scale(&m_words(self)).to_f32()
+    }
+
+    fn whole(&self, bytes: &mut [i8; QK_K], multipliers: &mut [i32]) {
+        let grid = &grids().iq1_s;
+        let sc = m_words(self);
+        for (i, (out, m)) in bytes.chunks_exact_mut(32).zip(multipliers.chunks_exact_mut(2)).enumerate() {
+            for (l, out) in out.chunks_exact_mut(8).enumerate() {
+                let (index, delta) = m_point(self, i, l);
+                put_shifted(out, grid[index], delta);
+            }
+            (m[0], m[1]) = m_scales(&sc, i);
+        }
+    }
 }
 
 // SAFETY: the blocks are repr(C) byte arrays and Halfs.
@@ -69,19 +113,7 @@ unsafe impl VecDot for BlockIq1S {
     const QK: usize = 256;
 
     fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let grid = &grids().iq1_s;
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            let mut sumi = 0;
-            for i in 0..8 {
-                let delta = shift(s_word(bx, i) & 0x8000 != 0);
-                let lsum: i32 =
-                    (0..4).map(|l| shifted_group_sum(grid[s_index(bx, i, l)], delta, &by.qs[32 * i + 8 * l..])).sum();
-                sumi += s_scale(bx, i) * lsum;
-            }
-            sum += (bx.d.to_f32() * by.scale()) * (0.125 * sumi as f32);
-        }
-        sum
+        whole_dot(x, y)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -99,22 +131,7 @@ unsafe impl VecDot for BlockIq1M {
     const QK: usize = 256;
 
     fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let grid = &grids().iq1_s;
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            let sc = m_words(bx);
-            let mut sumi = 0;
-            for i in 0..8 {
-                let part = |l: usize| {
-                    let (index, delta) = m_point(bx, i, l);
-                    shifted_group_sum(grid[index], delta, &by.qs[32 * i + 8 * l..])
-                };
-                let (ls1, ls2) = m_scales(&sc, i);
-                sumi += ls1 * (part(0) + part(1)) + ls2 * (part(2) + part(3));
-            }
-            sum += (m_super_scale(&sc).to_f32() * by.scale()) * (0.125 * sumi as f32);
-        }
-        sum
+        whole_dot(x, y)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -141,8 +158,8 @@ mod avx2 {
     }
 
     /// A shift of ±1 in each of the 8 bytes of a group.
-    fn shift_bytes(shift: i32) -> i64 {
-        (shift as i8 as u8 as u64 * 0x0101_0101_0101_0101) as i64
+    fn shift_bytes(shift: i8) -> i64 {
+        (shift as u8 as u64 * 0x0101_0101_0101_0101) as i64
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -154,7 +171,7 @@ mod avx2 {
             |b| (0.125 * half(b.d), ()),
             |b, _, i| {
                 let g = points(grid, |l| s_index(b, i, l));
-                let delta = shift(s_word(b, i) & 0x8000 != 0) as i8;
+                let delta = shift(s_word(b, i) & 0x8000 != 0);
                 Sub32 {
                     weights: Weights32::signed(_mm256_add_epi8(g, _mm256_set1_epi8(delta))),
                     scales: _mm256_set1_epi16(s_scale(b, i) as i16),

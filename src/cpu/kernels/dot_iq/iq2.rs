@@ -1,11 +1,11 @@
 //! `iq2_xxs`, `iq2_xs` and `iq2_s` · `q8_K`: groups of 8 values as points of a 2-bit grid.
 
 use super::grids::{SEVEN_BIT_SIGNS, grids};
-use super::signed_group_sum;
+use super::{Whole, put_signed, whole_dot};
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::VecDot;
 use crate::quants::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
-use crate::quants::k_quants::BlockQ8K;
+use crate::quants::k_quants::{BlockQ8K, QK_K};
 
 /// The sign and scale word of group `i` of an `iq2_xxs` block (after its four grid indices):
 /// 4×7 sign bits, the 4-bit scale on top.
@@ -29,14 +29,68 @@ fn half_scales(scales: u8) -> (i32, i32) {
     (2 * i32::from(scales & 0x0f) + 1, 2 * i32::from(scales >> 4) + 1)
 }
 
-/// Σ over group `i` (32 values) of the per-half scales times the signed grid sums of its four
-/// points, `point(l)` giving the grid bytes and signs of point l of the block.
-fn group_sum(y: &BlockQ8K, i: usize, (ls1, ls2): (i32, i32), point: impl Fn(usize) -> (u64, u8)) -> i32 {
-    let sum = |l: usize| {
-        let (g, signs) = point(4 * i + l);
-        signed_group_sum(g, signs, &y.qs[32 * i + 8 * l..])
-    };
-    ls1 * (sum(0) + sum(1)) + ls2 * (sum(2) + sum(3))
+/// Whole values of the 2-bit grids: grid bytes 8, 25 or 43 with signs, multipliers 2s+1, the
+/// fixed factor 1/8.
+impl Whole for BlockIq2Xxs {
+    const SUB: usize = 32;
+    const MAX: i8 = 43;
+
+    fn scale(&self) -> f32 {
+        0.125 * self.d.to_f32()
+    }
+
+    fn whole(&self, bytes: &mut [i8; QK_K], multipliers: &mut [i32]) {
+        let grid = &grids().iq2_xxs;
+        for (i, (out, m)) in bytes.chunks_exact_mut(32).zip(multipliers).enumerate() {
+            let w = xxs_word(self, i);
+            for (l, out) in out.chunks_exact_mut(8).enumerate() {
+                put_signed(out, grid[usize::from(self.qs[8 * i + l])], SEVEN_BIT_SIGNS[(w >> (7 * l)) as usize & 127]);
+            }
+            *m = 2 * (w >> 28) as i32 + 1;
+        }
+    }
+}
+
+impl Whole for BlockIq2Xs {
+    const SUB: usize = 16;
+    const MAX: i8 = 43;
+
+    fn scale(&self) -> f32 {
+        0.125 * self.d.to_f32()
+    }
+
+    fn whole(&self, bytes: &mut [i8; QK_K], multipliers: &mut [i32]) {
+        let grid = &grids().iq2_xs;
+        for (l, out) in bytes.chunks_exact_mut(8).enumerate() {
+            let w = xs_word(self, l);
+            put_signed(out, grid[usize::from(w & 511)], SEVEN_BIT_SIGNS[usize::from(w >> 9)]);
+        }
+        half_multipliers(&self.scales, multipliers);
+    }
+}
+
+impl Whole for BlockIq2S {
+    const SUB: usize = 16;
+    const MAX: i8 = 43;
+
+    fn scale(&self) -> f32 {
+        0.125 * self.d.to_f32()
+    }
+
+    fn whole(&self, bytes: &mut [i8; QK_K], multipliers: &mut [i32]) {
+        let grid = &grids().iq2_s;
+        for (l, out) in bytes.chunks_exact_mut(8).enumerate() {
+            put_signed(out, grid[s_index(self, l)], self.qs[32 + l]);
+        }
+        half_multipliers(&self.scales, multipliers);
+    }
+}
+
+/// The multipliers of each 16 values from the bytes of two 4-bit scales.
+fn half_multipliers(scales: &[u8; QK_K / 32], multipliers: &mut [i32]) {
+    for (m, &s) in multipliers.chunks_exact_mut(2).zip(scales) {
+        (m[0], m[1]) = half_scales(s);
+    }
 }
 
 // SAFETY: the blocks are repr(C) byte arrays and Halfs.
@@ -47,21 +101,7 @@ unsafe impl VecDot for BlockIq2Xxs {
     const QK: usize = 256;
 
     fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let grid = &grids().iq2_xxs;
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            let mut bsum = 0;
-            for i in 0..8 {
-                let w = xxs_word(bx, i);
-                let ls = 2 * (w >> 28) as i32 + 1;
-                let point = |l: usize| {
-                    (grid[usize::from(bx.qs[8 * i + l % 4])], SEVEN_BIT_SIGNS[(w >> (7 * (l % 4))) as usize & 127])
-                };
-                bsum += group_sum(by, i, (ls, ls), point);
-            }
-            sum += (bx.d.to_f32() * by.scale()) * bsum as f32;
-        }
-        0.125 * sum
+        whole_dot(x, y)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -79,17 +119,7 @@ unsafe impl VecDot for BlockIq2Xs {
     const QK: usize = 256;
 
     fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let grid = &grids().iq2_xs;
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            let point = |l: usize| {
-                let w = xs_word(bx, l);
-                (grid[usize::from(w & 511)], SEVEN_BIT_SIGNS[usize::from(w >> 9)])
-            };
-            let bsum: i32 = (0..8).map(|i| group_sum(by, i, half_scales(bx.scales[i]), point)).sum();
-            sum += (bx.d.to_f32() * by.scale()) * bsum as f32;
-        }
-        0.125 * sum
+        whole_dot(x, y)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -107,14 +137,7 @@ unsafe impl VecDot for BlockIq2S {
     const QK: usize = 256;
 
     fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let grid = &grids().iq2_s;
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            let point = |l: usize| (grid[s_index(bx, l)], bx.qs[32 + l]);
-            let bsum: i32 = (0..8).map(|i| group_sum(by, i, half_scales(bx.scales[i]), point)).sum();
-            sum += (bx.d.to_f32() * by.scale()) * bsum as f32;
-        }
-        0.125 * sum
+        whole_dot(x, y)
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -1,11 +1,11 @@
 //! `iq3_xxs` · `q8_K` and `iq3_s` · `q8_K`: groups of 4 values as points of a 3-bit grid.
 
 use super::grids::{SEVEN_BIT_SIGNS, grids};
-use super::signed_group_sum;
+use super::{Whole, put_signed, whole_dot};
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::VecDot;
 use crate::quants::iq3::{BlockIq3S, BlockIq3Xxs};
-use crate::quants::k_quants::BlockQ8K;
+use crate::quants::k_quants::{BlockQ8K, QK_K};
 
 /// Two 4-value grid points as the 8 value bytes of a group.
 fn pair(first: u32, second: u32) -> u64 {
@@ -30,6 +30,49 @@ fn s_scale(b: &BlockIq3S, i: usize) -> i32 {
     2 * i32::from((b.scales[i / 2] >> (4 * (i % 2))) & 0x0f) + 1
 }
 
+/// Whole values of the 3-bit grids: odd multipliers 2s+1, the fixed factor 1/4 for IQ3_XXS.
+impl Whole for BlockIq3Xxs {
+    const SUB: usize = 32;
+    const MAX: i8 = 62;
+
+    fn scale(&self) -> f32 {
+        0.25 * self.d.to_f32()
+    }
+
+    fn whole(&self, bytes: &mut [i8; QK_K], multipliers: &mut [i32]) {
+        let grid = &grids().iq3_xxs;
+        for (i, (out, m)) in bytes.chunks_exact_mut(32).zip(multipliers).enumerate() {
+            let w = xxs_word(self, i);
+            for (l, out) in out.chunks_exact_mut(8).enumerate() {
+                let at = 8 * i + 2 * l;
+                let g = pair(grid[usize::from(self.qs[at])], grid[usize::from(self.qs[at + 1])]);
+                put_signed(out, g, SEVEN_BIT_SIGNS[(w >> (7 * l)) as usize & 127]);
+            }
+            *m = 2 * (w >> 28) as i32 + 1;
+        }
+    }
+}
+
+impl Whole for BlockIq3S {
+    const SUB: usize = 32;
+    const MAX: i8 = 15;
+
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
+    }
+
+    fn whole(&self, bytes: &mut [i8; QK_K], multipliers: &mut [i32]) {
+        let grid = &grids().iq3_s;
+        for (i, (out, m)) in bytes.chunks_exact_mut(32).zip(multipliers).enumerate() {
+            for (l, out) in out.chunks_exact_mut(8).enumerate() {
+                let g = pair(grid[s_index(self, i, 2 * l)], grid[s_index(self, i, 2 * l + 1)]);
+                put_signed(out, g, self.signs[4 * i + l]);
+            }
+            *m = s_scale(self, i);
+        }
+    }
+}
+
 // SAFETY: the blocks are repr(C) byte arrays and Halfs.
 unsafe impl VecDot for BlockIq3Xxs {
     type Rhs = BlockQ8K;
@@ -38,25 +81,7 @@ unsafe impl VecDot for BlockIq3Xxs {
     const QK: usize = 256;
 
     fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let grid = &grids().iq3_xxs;
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            let mut bsum = 0i32;
-            for i in 0..8 {
-                let w = xxs_word(bx, i);
-                let sumi: i32 = (0..4)
-                    .map(|l| {
-                        let at = 8 * i + 2 * l;
-                        let g = pair(grid[usize::from(bx.qs[at])], grid[usize::from(bx.qs[at + 1])]);
-                        let signs = SEVEN_BIT_SIGNS[(w >> (7 * l)) as usize & 127];
-                        signed_group_sum(g, signs, &by.qs[32 * i + 8 * l..])
-                    })
-                    .sum();
-                bsum += sumi * (2 * (w >> 28) as i32 + 1);
-            }
-            sum += (bx.d.to_f32() * by.scale()) * bsum as f32;
-        }
-        0.25 * sum
+        whole_dot(x, y)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -74,22 +99,7 @@ unsafe impl VecDot for BlockIq3S {
     const QK: usize = 256;
 
     fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let grid = &grids().iq3_s;
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            let mut bsum = 0i32;
-            for i in 0..8 {
-                let sumi: i32 = (0..4)
-                    .map(|l| {
-                        let g = pair(grid[s_index(bx, i, 2 * l)], grid[s_index(bx, i, 2 * l + 1)]);
-                        signed_group_sum(g, bx.signs[4 * i + l], &by.qs[32 * i + 8 * l..])
-                    })
-                    .sum();
-                bsum += sumi * s_scale(bx, i);
-            }
-            sum += (bx.d.to_f32() * by.scale()) * bsum as f32;
-        }
-        sum
+        whole_dot(x, y)
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -26,24 +26,55 @@ mod iq2;
 mod iq3;
 mod iq4;
 
+use crate::quants::k_quants::{BlockQ8K, QK_K};
+
+/// A grid I-quant super-block as whole numbers: value `i` is `scale() · multipliers[i / SUB] ·
+/// bytes[i]`. The scalar dot products and the panels of batched products both read the
+/// weights this way; the SIMD tiles decode straight into registers instead.
+pub(crate) trait Whole: Copy {
+    /// Values per multiplier.
+    const SUB: usize;
+    /// The largest magnitude of a byte.
+    const MAX: i8;
+
+    /// The super-block's scale, with the format's fixed factor (1/8 for 2-bit grids) in it.
+    fn scale(&self) -> f32;
+
+    /// The values as signed bytes, and the multiplier of each `SUB` of them.
+    fn whole(&self, bytes: &mut [i8; QK_K], multipliers: &mut [i32]);
+}
+
 /// Signed byte `i` of a quant array.
 #[inline]
 fn q8(qs: &[u8], i: usize) -> i32 {
     i32::from(qs[i] as i8)
 }
 
-/// Σ g·y over 8 values: `grid` the 8 value bytes of a point (as `signed` or not), `signs`
-/// negating value j where bit j is set.
+/// Writes the 8 values of a grid point: its bytes, negated where `signs` has a bit set.
 #[inline]
-fn signed_group_sum(grid: u64, signs: u8, y: &[u8]) -> i32 {
-    grid.to_le_bytes()
-        .iter()
-        .enumerate()
-        .map(|(j, &g)| {
-            let v = i32::from(g) * q8(y, j);
-            if signs >> j & 1 != 0 { -v } else { v }
-        })
-        .sum()
+fn put_signed(out: &mut [i8], grid: u64, signs: u8) {
+    for (j, (o, g)) in out.iter_mut().zip(grid.to_le_bytes()).enumerate() {
+        let v = g as i8;
+        *o = if signs >> j & 1 != 0 { -v } else { v };
+    }
+}
+
+/// The scalar product of rows of a [`Whole`] format with Q8_K activations, in ggml's generic
+/// arithmetic: whole-number sums per multiplier, scaled once per super-block.
+fn whole_dot<B: Whole>(x: &[B], y: &[BlockQ8K]) -> f32 {
+    let (mut bytes, mut multipliers) = ([0i8; QK_K], [0i32; QK_K / 16]);
+    let mut sum = 0.0f32;
+    for (bx, by) in x.iter().zip(y) {
+        bx.whole(&mut bytes, &mut multipliers[..QK_K / B::SUB]);
+        let sumi: i32 = bytes
+            .chunks_exact(B::SUB)
+            .zip(by.qs.chunks_exact(B::SUB))
+            .zip(&multipliers)
+            .map(|((w, q), m)| m * w.iter().zip(q).map(|(&w, &q)| i32::from(w) * i32::from(q as i8)).sum::<i32>())
+            .sum();
+        sum += (bx.scale() * by.scale()) * sumi as f32;
+    }
+    sum
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The K-quants Q2_K, Q4_K, Q5_K and Q6_K, and IQ4_XS, on panels.
+//! The K-quants Q2_K, Q4_K, Q5_K and Q6_K, IQ4_XS and the grid I-quants, on panels.
 //!
 //! A K-quant value is `factor·level + offset` with a factor and offset per sub-block (32
 //! values in Q4_K and Q5_K: `d·sc` and `−dmin·m`; 16 in Q6_K: `d·sc` and `−32·d·sc`) and
@@ -16,6 +16,7 @@ use std::arch::x86_64::*;
 use std::marker::PhantomData;
 
 use super::{Kind, PANEL_ROWS, transpose};
+use crate::cpu::kernels::dot_iq::Whole;
 use crate::quants::half::Half;
 use crate::quants::iq4::{BlockIq4Xs, LEVELS as IQ4_LEVELS};
 use crate::quants::k_quants::{
@@ -134,6 +135,27 @@ impl KFormat for BlockIq4Xs {
             let scale = i32::from(low | (((high >> (2 * i)) & 3) as u8) << 4) - 32;
             *f = d * scale as f32;
             *o = -128.0 * *f;
+        }
+    }
+}
+
+/// The grid I-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) as whole signed
+/// values with a multiplier per sub-block: stored with +`MAX` to make them unsigned levels,
+/// taken off again by the offsets.
+impl<F: Whole> KFormat for F {
+    const SUB: usize = F::SUB;
+
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
+        let (mut bytes, mut multipliers) = ([0i8; QK_K], [0i32; QK_K / 16]);
+        let subs = QK_K / F::SUB;
+        self.whole(&mut bytes, &mut multipliers[..subs]);
+        for (l, &b) in levels.iter_mut().zip(&bytes) {
+            *l = (b + F::MAX) as u8;
+        }
+        let scale = self.scale();
+        for ((f, o), &m) in factors.iter_mut().zip(offsets.iter_mut()).zip(&multipliers[..subs]) {
+            *f = scale * m as f32;
+            *o = -f32::from(F::MAX) * *f;
         }
     }
 }

@@ -10,7 +10,8 @@
 //! the same shape by repacking weights when they are loaded.
 //!
 //! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4),
-//! [`kquants`] the super-block formats with Q8_K activations (Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS),
+//! [`kquants`] the super-block formats with Q8_K activations (Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS and
+//! the grid I-quants),
 //! [`floats`] the F32, F16 and BF16 weights; `with_kind!` is the one list of them. This module
 //! shares the work out: chunks of one panel by a range of columns, taken from the team's
 //! counter, each thread decoding into its own part of the scratch after the activations
@@ -92,6 +93,13 @@ macro_rules! with_kind {
             Type::Q4_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ4K>>($($args),*)),
             Type::Q5_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ5K>>($($args),*)),
             Type::Q6_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ6K>>($($args),*)),
+            Type::IQ1_S => Some($f::<kquants::KQuants<crate::quants::iq1::BlockIq1S>>($($args),*)),
+            Type::IQ1_M => Some($f::<kquants::KQuants<crate::quants::iq1::BlockIq1M>>($($args),*)),
+            Type::IQ2_XXS => Some($f::<kquants::KQuants<crate::quants::iq2::BlockIq2Xxs>>($($args),*)),
+            Type::IQ2_XS => Some($f::<kquants::KQuants<crate::quants::iq2::BlockIq2Xs>>($($args),*)),
+            Type::IQ2_S => Some($f::<kquants::KQuants<crate::quants::iq2::BlockIq2S>>($($args),*)),
+            Type::IQ3_XXS => Some($f::<kquants::KQuants<crate::quants::iq3::BlockIq3Xxs>>($($args),*)),
+            Type::IQ3_S => Some($f::<kquants::KQuants<crate::quants::iq3::BlockIq3S>>($($args),*)),
             _ => None,
         }
     };
