@@ -17,12 +17,13 @@
 
 use crate::core::types::Type;
 use crate::quants::fp4::{BlockMxfp4, BlockNvfp4, E2M1_DOUBLED, e8m0_to_f32_half, ue4m3_to_f32_half};
-use crate::quants::k_quants::BlockQ8K;
+use crate::quants::k_quants::{BlockQ8K, QK_K};
 use crate::quants::low_bit::{BlockQ1_0, BlockQ2_0};
 use crate::quants::q8::BlockQ8_0;
 use crate::quants::ternary::{BlockTq1_0, BlockTq2_0};
 
 use super::dot::VecDot;
+use super::dot_iq::{Whole, whole_dot};
 
 /// Signed byte `i` of a quant array.
 #[inline]
@@ -46,6 +47,49 @@ fn crumb(byte: u8, p: usize) -> i32 {
     i32::from((byte >> (2 * p)) & 3) - 1
 }
 
+/// The ternary formats as whole values: the trits themselves, one multiplier for the block.
+impl Whole for BlockTq1_0 {
+    const SUB: usize = 256;
+    const MAX: i8 = 1;
+
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
+    }
+
+    fn whole(&self, bytes: &mut [i8; QK_K], multipliers: &mut [i32]) {
+        // bytes 0..32 of `qs` hold values m + 32k (trit k), bytes 32..48 values 160 + m + 16k,
+        // `qh` values 240 + j + 4k
+        let (head, tail) = self.qs.split_at(32);
+        for (packed, first) in [(head, 0), (tail, 160), (&self.qh[..], 240)] {
+            let trits = if first == 240 { 4 } else { 5 };
+            for k in 0..trits {
+                for (m, &byte) in packed.iter().enumerate() {
+                    bytes[first + k * packed.len() + m] = trit(byte, k) as i8;
+                }
+            }
+        }
+        multipliers[0] = 1;
+    }
+}
+
+impl Whole for BlockTq2_0 {
+    const SUB: usize = 256;
+    const MAX: i8 = 1;
+
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
+    }
+
+    fn whole(&self, bytes: &mut [i8; QK_K], multipliers: &mut [i32]) {
+        // in each half of 128 values, byte m holds values m + 32p (code p)
+        for (i, b) in bytes.iter_mut().enumerate() {
+            let (h, p, m) = (i / 128, i % 128 / 32, i % 32);
+            *b = crumb(self.qs[32 * h + m], p) as i8;
+        }
+        multipliers[0] = 1;
+    }
+}
+
 // SAFETY: the blocks are repr(C) byte arrays and Halfs.
 unsafe impl VecDot for BlockTq1_0 {
     type Rhs = BlockQ8K;
@@ -54,21 +98,7 @@ unsafe impl VecDot for BlockTq1_0 {
     const QK: usize = 256;
 
     fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            // bytes 0..32 hold values m + 32k, bytes 32..48 values 160 + m + 16k, `qh` values
-            // 240 + j + 4k (trit k)
-            let mut sumi = 0;
-            for k in 0..5 {
-                sumi += (0..32).map(|m| trit(bx.qs[m], k) * q8(&by.qs, 32 * k + m)).sum::<i32>();
-                sumi += (0..16).map(|m| trit(bx.qs[32 + m], k) * q8(&by.qs, 160 + 16 * k + m)).sum::<i32>();
-            }
-            for k in 0..4 {
-                sumi += (0..4).map(|j| trit(bx.qh[j], k) * q8(&by.qs, 240 + 4 * k + j)).sum::<i32>();
-            }
-            sum += sumi as f32 * (bx.d.to_f32() * by.scale());
-        }
-        sum
+        whole_dot(x, y)
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -86,19 +116,7 @@ unsafe impl VecDot for BlockTq2_0 {
     const QK: usize = 256;
 
     fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            // in each half of 128 values, byte m holds values m + 32p (code p)
-            let mut sumi = 0;
-            for h in 0..2 {
-                for p in 0..4 {
-                    sumi +=
-                        (0..32).map(|m| crumb(bx.qs[32 * h + m], p) * q8(&by.qs, 128 * h + 32 * p + m)).sum::<i32>();
-                }
-            }
-            sum += sumi as f32 * (by.scale() * bx.d.to_f32());
-        }
-        sum
+        whole_dot(x, y)
     }
 
     #[cfg(target_arch = "x86_64")]

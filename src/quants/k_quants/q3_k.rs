@@ -53,6 +53,21 @@ fn scale(packed: &[u8; 12], j: usize) -> i32 {
 }
 
 impl BlockQ3K {
+    /// The signed levels (-4..3) in value order: value 128h + 32k + l has bits 2k of byte
+    /// 32h + l of `qs`, less 4 where bit 4h + k of `hmask[l]` is clear.
+    pub(crate) fn levels(&self) -> [i8; QK_K] {
+        std::array::from_fn(|i| {
+            let (h, k, l) = (i / 128, i % 128 / 32, i % 32);
+            let low = unpack_2bit(&self.qs[32 * h..], l, k) as i8;
+            if self.hmask[l] >> (4 * h + k) & 1 == 0 { low - 4 } else { low }
+        })
+    }
+
+    /// The signed scale level (-32..31) of the 16 values of sub-block `j`.
+    pub(crate) fn sub_scale(&self, j: usize) -> i32 {
+        scale(&self.scales, j)
+    }
+
     /// Final levels against the stored scales, then the packed block. `levels` hold 0..7
     /// (level + 4); sub-blocks whose scale came out zero keep the levels of the search.
     fn finish(x: &[f32], scales: [u8; 12], d: Half, levels: &mut [i8; QK_K]) -> Self {
@@ -114,16 +129,10 @@ unsafe impl BlockFormat for BlockQ3K {
 
     fn dequantize(&self, y: &mut [f32]) {
         let d_all = self.d.to_f32();
-        for (half, (q, out)) in self.qs.chunks_exact(32).zip(y.chunks_exact_mut(128)).enumerate() {
-            for (part, out) in out.chunks_exact_mut(SUB).enumerate() {
-                let (k, offset) = (part / 2, part % 2 * SUB);
-                let bit = 1u8 << (half * 4 + k);
-                let dl = d_all * scale(&self.scales, half * 8 + part) as f32;
-                for (l, v) in out.iter_mut().enumerate() {
-                    let high_clear = self.hmask[offset + l] & bit == 0;
-                    let q = i32::from(unpack_2bit(q, offset + l, k)) - if high_clear { 4 } else { 0 };
-                    *v = dl * q as f32;
-                }
+        for (j, (out, levels)) in y.chunks_exact_mut(SUB).zip(self.levels().chunks_exact(SUB)).enumerate() {
+            let dl = d_all * self.sub_scale(j) as f32;
+            for (v, &q) in out.iter_mut().zip(levels) {
+                *v = dl * f32::from(q);
             }
         }
     }

@@ -28,13 +28,14 @@ mod iq4;
 
 use crate::quants::k_quants::{BlockQ8K, QK_K};
 
-/// A grid I-quant super-block as whole numbers: value `i` is `scale() · multipliers[i / SUB] ·
-/// bytes[i]`. The scalar dot products and the panels of batched products both read the
-/// weights this way; the SIMD tiles decode straight into registers instead.
+/// A super-block of the grid I-quants or the ternary formats as whole numbers: value `i` is
+/// `scale() · multipliers[i / SUB] · bytes[i]`. The scalar dot products and the panels of
+/// batched products both read the weights this way; the SIMD tiles decode straight into
+/// registers instead.
 pub(crate) trait Whole: Copy {
     /// Values per multiplier.
     const SUB: usize;
-    /// The largest magnitude of a byte.
+    /// No byte is below `-MAX`.
     const MAX: i8;
 
     /// The super-block's scale, with the format's fixed factor (1/8 for 2-bit grids) in it.
@@ -61,7 +62,7 @@ fn put_signed(out: &mut [i8], grid: u64, signs: u8) {
 
 /// The scalar product of rows of a [`Whole`] format with Q8_K activations, in ggml's generic
 /// arithmetic: whole-number sums per multiplier, scaled once per super-block.
-fn whole_dot<B: Whole>(x: &[B], y: &[BlockQ8K]) -> f32 {
+pub(crate) fn whole_dot<B: Whole>(x: &[B], y: &[BlockQ8K]) -> f32 {
     let (mut bytes, mut multipliers) = ([0i8; QK_K], [0i32; QK_K / 16]);
     let mut sum = 0.0f32;
     for (bx, by) in x.iter().zip(y) {

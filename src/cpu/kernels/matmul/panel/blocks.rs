@@ -208,19 +208,35 @@ impl Format for BlockMxfp4 {
 /// The block formats' [`Kind`]: `F` weights, activations in `F`'s Q8 format.
 pub(super) struct Blocks<F>(PhantomData<F>);
 
+impl<F: Format> Blocks<F> {
+    /// Bytes of an activation row of `n` values: the levels, the scales, the sums if affine.
+    fn row_size(n: usize) -> usize {
+        n / 32 * (32 + 4 + if F::AFFINE { 4 } else { 0 })
+    }
+}
+
 impl<F: Format> Kind for Blocks<F> {
     const TILE_COLS: usize = 8;
     const UNIT: usize = 32;
+    const SPAN: usize = usize::MAX;
 
-    fn activation_row_size(n: usize) -> usize {
-        n / 32 * (32 + 4 + if F::AFFINE { 4 } else { 0 })
+    fn activations_size(n: usize, cols: usize) -> usize {
+        Self::row_size(n) * cols
+    }
+
+    fn activation(acts: *mut u8, n: usize, col: usize, start: usize) -> *mut u8 {
+        // the levels of a row, then its scales: a row is not taken a span at a time
+        debug_assert_eq!(start, 0);
+        acts.wrapping_add(col * Self::row_size(n))
     }
 
     fn panel_size(n: usize) -> usize {
         n / 32 * PANEL_BLOCK_BYTES
     }
 
-    fn convert(x: &[f32], n: usize, first: usize, row: &mut [u8]) {
+    unsafe fn convert(x: &[f32], n: usize, first: usize, at: *mut u8) {
+        // SAFETY: the column's row (the caller's contract).
+        let row = unsafe { std::slice::from_raw_parts_mut(at, Self::row_size(n)) };
         let nb = n / 32;
         let (levels, rest) = row.split_at_mut(nb * 32);
         let (scales, sums) = rest.split_at_mut(nb * 4);

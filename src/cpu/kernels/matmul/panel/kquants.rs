@@ -1,4 +1,4 @@
-//! The K-quants Q2_K, Q4_K, Q5_K and Q6_K, IQ4_XS and the grid I-quants, on panels.
+//! The K-quants Q2_K to Q6_K, IQ4_XS, the grid I-quants and the ternary formats, on panels.
 //!
 //! A K-quant value is `factor·level + offset` with a factor and offset per sub-block (32
 //! values in Q4_K and Q5_K: `d·sc` and `−dmin·m`; 16 in Q6_K: `d·sc` and `−32·d·sc`) and
@@ -20,7 +20,7 @@ use crate::cpu::kernels::dot_iq::Whole;
 use crate::quants::half::Half;
 use crate::quants::iq4::{BlockIq4Xs, LEVELS as IQ4_LEVELS};
 use crate::quants::k_quants::{
-    BlockQ2K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, K_SCALE_SIZE, QK_K, affine_factors, quantize_row_q8_k,
+    BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, K_SCALE_SIZE, QK_K, affine_factors, quantize_row_q8_k,
 };
 
 /// Register groups of four levels per super-block.
@@ -96,6 +96,22 @@ impl KFormat for BlockQ6K {
     }
 }
 
+impl KFormat for BlockQ3K {
+    const SUB: usize = 16;
+
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
+        // the levels -4..3 stored with +4
+        for (out, q) in levels.iter_mut().zip(self.levels()) {
+            *out = (q + 4) as u8;
+        }
+        let d = self.d.to_f32();
+        for (j, (f, o)) in factors.iter_mut().zip(offsets.iter_mut()).enumerate() {
+            *f = d * self.sub_scale(j) as f32;
+            *o = -4.0 * *f;
+        }
+    }
+}
+
 impl KFormat for BlockQ2K {
     const SUB: usize = 16;
 
@@ -139,8 +155,8 @@ impl KFormat for BlockIq4Xs {
     }
 }
 
-/// The grid I-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) as whole signed
-/// values with a multiplier per sub-block: stored with +`MAX` to make them unsigned levels,
+/// The grid I-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) and the ternary
+/// formats (TQ1_0, TQ2_0) as whole signed values with a multiplier per sub-block: stored with +`MAX` to make them unsigned levels,
 /// taken off again by the offsets.
 impl<F: Whole> KFormat for F {
     const SUB: usize = F::SUB;
@@ -174,20 +190,28 @@ impl<F: KFormat> KQuants<F> {
 impl<F: KFormat> Kind for KQuants<F> {
     const TILE_COLS: usize = 8;
     const UNIT: usize = QK_K;
+    const SPAN: usize = usize::MAX;
 
-    fn activation_row_size(n: usize) -> usize {
-        n / QK_K * Self::ACT_BLOCK_BYTES
+    fn activations_size(n: usize, cols: usize) -> usize {
+        n / QK_K * Self::ACT_BLOCK_BYTES * cols
+    }
+
+    fn activation(acts: *mut u8, n: usize, col: usize, start: usize) -> *mut u8 {
+        acts.wrapping_add((col * n + start) / QK_K * Self::ACT_BLOCK_BYTES)
     }
 
     fn panel_size(n: usize) -> usize {
         n / QK_K * Self::PANEL_BLOCK_BYTES
     }
 
-    fn convert(x: &[f32], _n: usize, first: usize, row: &mut [u8]) {
+    unsafe fn convert(x: &[f32], _n: usize, first: usize, at: *mut u8) {
+        let len = x.len() / QK_K * Self::ACT_BLOCK_BYTES;
+        // SAFETY: the column's super-blocks `first..` that `x` covers (the caller's contract).
+        let row = unsafe { std::slice::from_raw_parts_mut(at.add(first * Self::ACT_BLOCK_BYTES), len) };
         let mut blocks = vec![BlockQ8K::default(); x.len() / QK_K];
         quantize_row_q8_k(x, &mut blocks);
         let per_sum = F::SUB / 16;
-        for (blk, out) in blocks.iter().zip(row.chunks_exact_mut(Self::ACT_BLOCK_BYTES).skip(first)) {
+        for (blk, out) in blocks.iter().zip(row.chunks_exact_mut(Self::ACT_BLOCK_BYTES)) {
             let (levels, rest) = out.split_at_mut(QK_K);
             levels.copy_from_slice(&blk.qs);
             let d = blk.scale();
@@ -230,8 +254,9 @@ impl<F: KFormat> Kind for KQuants<F> {
         // SAFETY: the caller's contract.
         unsafe {
             match F::SUB {
+                16 => ktile::<C, 16>(panel, n / QK_K, acts),
                 32 => ktile::<C, 32>(panel, n / QK_K, acts),
-                _ => ktile::<C, 16>(panel, n / QK_K, acts),
+                _ => ktile::<C, QK_K>(panel, n / QK_K, acts),
             }
         }
     }

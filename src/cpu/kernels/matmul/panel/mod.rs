@@ -10,8 +10,8 @@
 //! the same shape by repacking weights when they are loaded.
 //!
 //! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4),
-//! [`kquants`] the super-block formats with Q8_K activations (Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS and
-//! the grid I-quants),
+//! [`kquants`] the super-block formats with Q8_K activations (Q2_K to Q6_K, IQ4_XS,
+//! the grid I-quants and the ternary formats),
 //! [`floats`] the F32, F16 and BF16 weights; `with_kind!` is the one list of them. This module
 //! shares the work out: chunks of one panel by a range of columns, taken from the team's
 //! counter, each thread decoding into its own part of the scratch after the activations
@@ -43,15 +43,28 @@ trait Kind {
     const TILE_COLS: usize;
     /// Values of an activation row converted as one unit.
     const UNIT: usize;
+    /// Values of the rows one pass covers, a multiple of `UNIT` (and of 16): rows longer than
+    /// this are taken a span at a time, so that one span of all the activation rows stays in
+    /// the core's cache while the panels run against it.
+    const SPAN: usize;
 
-    /// Bytes of one activation row of `n` values.
-    fn activation_row_size(n: usize) -> usize;
+    /// Bytes of the converted activations of `cols` columns of `n` values.
+    fn activations_size(n: usize, cols: usize) -> usize;
+
+    /// Where values `start..` of column `col` (of `n` values) begin in the activations at
+    /// `acts`; `start` is 0 or a multiple of [`Kind::SPAN`].
+    fn activation(acts: *mut u8, n: usize, col: usize, start: usize) -> *mut u8;
 
     /// Bytes of one decoded panel for weight rows of `n` values.
     fn panel_size(n: usize) -> usize;
 
-    /// Converts `x`, units `first..` of an activation row of `n` values, into `row`.
-    fn convert(x: &[f32], n: usize, first: usize, row: &mut [u8]);
+    /// Converts `x`, units `first..` of a column of `n` values, into the column's activations
+    /// at `at` (its [`Kind::activation`] from 0).
+    ///
+    /// # Safety
+    /// `at` is a column's place in activations of [`Kind::activations_size`] bytes, whose
+    /// units `first..` covered by `x` no other thread touches meanwhile.
+    unsafe fn convert(x: &[f32], n: usize, first: usize, at: *mut u8);
 
     /// Decodes `rows` (at most [`PANEL_ROWS`], of `n` values each, starting at their
     /// pointers) into `panel`; rows past the last read as zero.
@@ -90,6 +103,7 @@ macro_rules! with_kind {
             Type::MXFP4 => Some($f::<blocks::Blocks<crate::quants::fp4::BlockMxfp4>>($($args),*)),
             Type::Q2_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ2K>>($($args),*)),
             Type::IQ4_XS => Some($f::<kquants::KQuants<crate::quants::iq4::BlockIq4Xs>>($($args),*)),
+            Type::Q3_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ3K>>($($args),*)),
             Type::Q4_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ4K>>($($args),*)),
             Type::Q5_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ5K>>($($args),*)),
             Type::Q6_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ6K>>($($args),*)),
@@ -100,6 +114,8 @@ macro_rules! with_kind {
             Type::IQ2_S => Some($f::<kquants::KQuants<crate::quants::iq2::BlockIq2S>>($($args),*)),
             Type::IQ3_XXS => Some($f::<kquants::KQuants<crate::quants::iq3::BlockIq3Xxs>>($($args),*)),
             Type::IQ3_S => Some($f::<kquants::KQuants<crate::quants::iq3::BlockIq3S>>($($args),*)),
+            Type::TQ1_0 => Some($f::<kquants::KQuants<crate::quants::ternary::BlockTq1_0>>($($args),*)),
+            Type::TQ2_0 => Some($f::<kquants::KQuants<crate::quants::ternary::BlockTq2_0>>($($args),*)),
             _ => None,
         }
     };
@@ -127,7 +143,7 @@ pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
 /// a decoded panel per thread, on cache lines.
 pub(super) fn work_size(src0: &Tensor, src1: &Tensor, n_threads: usize) -> usize {
     fn size<K: Kind>(n: usize, cols: usize, n_threads: usize) -> usize {
-        (K::activation_row_size(n) * cols).next_multiple_of(CACHE_LINE_SIZE) + n_threads * K::panel_size(n)
+        K::activations_size(n, cols).next_multiple_of(CACHE_LINE_SIZE) + n_threads * K::panel_size(n.min(K::SPAN))
     }
     let cols = (src1.ne[1] * src1.ne[2] * src1.ne[3]) as usize;
     of_kind!(src0.type_, size(src0.ne[0] as usize, cols, n_threads))
@@ -154,94 +170,155 @@ pub(super) fn mul_mat(
 fn convert<K: Kind>(params: &ComputeParams, src1: &Tensor, wdata: *mut u8) {
     let ne = src1.ne;
     let n = ne[0] as usize;
-    let row_size = K::activation_row_size(n);
     share_rows(params, ne[1] * ne[2] * ne[3], (n / K::UNIT) as i64, |r, first, last| {
         let idx = (r % ne[1], (r / ne[1]) % ne[2], r / (ne[1] * ne[2]));
         let (first, last) = (first as usize, last as usize);
         let mut buf = Vec::new();
         let x = span::<f32>(src1, idx, first * K::UNIT, (last - first) * K::UNIT, &mut buf);
-        // SAFETY: row r lies inside the activations' part of the scratch (work_size), and
+        // SAFETY: column r lies inside the activations' part of the scratch (work_size), and
         // this thread alone writes units first..last of it (shares are disjoint) until the
         // barrier after the conversion.
-        let row = unsafe { std::slice::from_raw_parts_mut(wdata.add(r as usize * row_size), row_size) };
-        K::convert(x, n, first, row);
+        unsafe { K::convert(x, n, first, K::activation(wdata, n, r as usize, 0)) };
     });
 }
 
 /// A column of a tile: its activation row and the first of its panel's results in `dst`.
 type Column = (*const u8, *mut f32);
 
+/// Values `start..start + len` of the rows: the part of them one pass over the panels covers.
+#[derive(Clone, Copy, PartialEq)]
+struct Span {
+    start: usize,
+    len: usize,
+}
+
 fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tensor, wdata: *mut u8) {
     convert::<K>(params, src1, wdata);
     params.barrier();
 
     let n = src0.ne[0] as usize;
-    let (ne1, ne2) = (src1.ne[1], src1.ne[2]);
-    let (r2, r3) = (src1.ne[2] / src0.ne[2], src1.ne[3] / src0.ne[3]);
-    let nr1 = ne1 * ne2 * src1.ne[3];
-    let row_size = K::activation_row_size(n);
-    let acts_size = (row_size * nr1 as usize).next_multiple_of(CACHE_LINE_SIZE);
-    // SAFETY: work_size put one panel per thread after the activations, on a cache line.
-    let panel = unsafe { wdata.add(acts_size + params.ith * K::panel_size(n)) };
-
-    let rows = src0.ne[1];
-    let panels = ceil_div(rows, PANEL_ROWS as i64);
+    let nr1 = src1.ne[1] * src1.ne[2] * src1.ne[3];
+    let acts_size = K::activations_size(n, nr1 as usize).next_multiple_of(CACHE_LINE_SIZE);
+    let pass = Pass {
+        dst,
+        src0,
+        src1,
+        acts: wdata,
+        // SAFETY: work_size put one panel per thread after the activations, on a cache line.
+        panel: unsafe { wdata.add(acts_size + params.ith * K::panel_size(n.min(K::SPAN))) },
+        groups: 0,
+        group_cols: 0,
+    };
+    let panels = ceil_div(src0.ne[1], PANEL_ROWS as i64);
     let nth = params.nth as i64;
     let groups = ceil_div(4 * nth, panels).clamp(1, (nr1 / MIN_CHUNK_COLS).max(1));
-    let group_cols = ceil_div(nr1, groups);
+    // whole tiles per group, tiles never straddling a multiple of TILE_COLS (see `chunk`)
+    let group_cols = (ceil_div(nr1, groups) as usize).next_multiple_of(K::TILE_COLS) as i64;
+    let groups = ceil_div(nr1, group_cols);
+    let pass = Pass { groups, group_cols, ..pass };
     let total = (panels * groups) as usize;
 
-    // which panel this thread's scratch holds: the matrix's byte offset and the panel's index
-    let mut decoded: Option<(usize, i64)> = None;
-    let mut chunk = params.ith;
-    while chunk < total {
-        let (p, g) = (chunk as i64 / groups, chunk as i64 % groups);
+    let mut decoded = None;
+    if n <= K::SPAN {
+        // one pass: chunks handed out as threads come for them
+        let mut chunk = params.ith;
+        while chunk < total {
+            pass.chunk::<K>(chunk, Span { start: 0, len: n }, &mut decoded);
+            if params.nth >= total {
+                break;
+            }
+            chunk = params.next_chunk();
+        }
+    } else {
+        // a pass per span of the rows, each thread keeping its chunks (their results grow
+        // over the passes), so that one span of every activation row stays in cache while
+        // the thread's panels run against it
+        for start in (0..n).step_by(K::SPAN) {
+            let span = Span { start, len: K::SPAN.min(n - start) };
+            for chunk in (params.ith..total).step_by(params.nth) {
+                pass.chunk::<K>(chunk, span, &mut decoded);
+            }
+        }
+    }
+}
+
+/// What every chunk of a product shares.
+struct Pass<'a> {
+    dst: &'a Tensor,
+    src0: &'a Tensor,
+    src1: &'a Tensor,
+    /// The converted activation rows.
+    acts: *mut u8,
+    /// This thread's panel.
+    panel: *mut u8,
+    /// Column groups per panel, and columns per group.
+    groups: i64,
+    group_cols: i64,
+}
+
+/// The panel a thread's scratch holds: the matrix's byte offset, the panel's index, the span.
+type Decoded = Option<(usize, i64, Span)>;
+
+impl Pass<'_> {
+    /// Runs chunk `chunk` (a panel by a group of columns) over `span` of the rows, adding to
+    /// the results of the earlier spans.
+    fn chunk<K: Kind>(&self, chunk: usize, span: Span, decoded: &mut Decoded) {
+        let (src0, src1, dst) = (self.src0, self.src1, self.dst);
+        let (ne1, ne2) = (src1.ne[1], src1.ne[2]);
+        let (r2, r3) = (src1.ne[2] / src0.ne[2], src1.ne[3] / src0.ne[3]);
+        let nr1 = ne1 * ne2 * src1.ne[3];
+        let n = src0.ne[0] as usize;
+        let accumulate = span.start > 0;
+
+        let (p, g) = (chunk as i64 / self.groups, chunk as i64 % self.groups);
         let first_row = p * PANEL_ROWS as i64;
-        let nrows = (rows - first_row).min(PANEL_ROWS as i64) as usize;
+        let nrows = (src0.ne[1] - first_row).min(PANEL_ROWS as i64) as usize;
         let mut tile: [Column; MAX_TILE_COLS] = [(std::ptr::null(), std::ptr::null_mut()); MAX_TILE_COLS];
         let mut count = 0;
         let mut tile_matrix = None;
-        let cols = g * group_cols..((g + 1) * group_cols).min(nr1);
+        let cols = g * self.group_cols..((g + 1) * self.group_cols).min(nr1);
         let mut at = ColumnIndex::at(cols.start, ne1, ne2);
+        let mut of = (-1, -1, 0);
         for ir1 in cols {
-            let matrix = (at.i12 / r2) as usize * src0.nb[2] + (at.i13 / r3) as usize * src0.nb[3];
-            if count == K::TILE_COLS || tile_matrix.is_some_and(|m| m != matrix) {
+            // (the weights' matrix changes with the column's matrix only: no divisions per column)
+            if (at.i12, at.i13) != (of.0, of.1) {
+                of = (at.i12, at.i13, (at.i12 / r2) as usize * src0.nb[2] + (at.i13 / r3) as usize * src0.nb[3]);
+            }
+            let matrix = of.2;
+            // a tile's columns lie within one multiple of TILE_COLS, as kinds that interleave
+            // the activations of so many columns want
+            if (ir1 as usize).is_multiple_of(K::TILE_COLS) || tile_matrix.is_some_and(|m| m != matrix) {
                 // SAFETY: the panel holds the tile's matrix's rows; the destinations are this
                 // chunk's own.
-                unsafe { run_tile::<K>(panel, n, nrows, &tile[..count]) };
+                unsafe { run_tile::<K>(self.panel, span.len, nrows, &tile[..count], accumulate) };
                 count = 0;
             }
-            if decoded != Some((matrix, p)) {
+            if *decoded != Some((matrix, p, span)) {
+                let skip = src0.type_.row_size(span.start as i64);
                 let mut starts = [std::ptr::null(); PANEL_ROWS];
                 for (k, s) in starts[..nrows].iter_mut().enumerate() {
-                    *s = src0
-                        .data
-                        .cast::<u8>()
-                        .wrapping_add(matrix + (first_row as usize + k) * src0.nb[1])
-                        .cast_const();
+                    let offset = matrix + (first_row as usize + k) * src0.nb[1] + skip;
+                    *s = src0.data.cast::<u8>().wrapping_add(offset).cast_const();
                 }
                 // SAFETY: AVX-512 was checked by `applies`; the rows exist in src0 (packed
                 // rows, checked by mul_mat); the panel's scratch is this thread's alone.
-                unsafe { K::decode(&starts[..nrows], n, panel) };
-                decoded = Some((matrix, p));
+                unsafe { K::decode(&starts[..nrows], span.len, self.panel) };
+                *decoded = Some((matrix, p, span));
             }
             tile_matrix = Some(matrix);
             let out = dst.data.cast::<u8>().wrapping_add(at.offset(dst)).cast::<f32>().wrapping_add(first_row as usize);
-            tile[count] = (wdata.wrapping_add(ir1 as usize * row_size).cast_const(), out);
+            tile[count] = (K::activation(self.acts, n, ir1 as usize, span.start).cast_const(), out);
             count += 1;
             at.advance();
         }
         // SAFETY: as above.
-        unsafe { run_tile::<K>(panel, n, nrows, &tile[..count]) };
-        if params.nth >= total {
-            break;
-        }
-        chunk = params.next_chunk();
+        unsafe { run_tile::<K>(self.panel, span.len, nrows, &tile[..count], accumulate) };
     }
 }
 
 /// Runs the decoded panel against up to [`Kind::TILE_COLS`] columns and stores its first
-/// `nrows` results at each column's destination.
+/// `nrows` results at each column's destination (adding them to what is there when
+/// `accumulate`).
 ///
 /// The destinations are fetched for writing first: a chunk writes one cache line per column,
 /// each in another page, a pattern no prefetcher follows, and waiting for each line at the
@@ -249,12 +326,14 @@ fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tens
 ///
 /// # Safety
 /// As for [`Kind::tile`]; each destination holds `nrows` floats no other thread writes.
-unsafe fn run_tile<K: Kind>(panel: *const u8, n: usize, nrows: usize, cols: &[Column]) {
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn run_tile<K: Kind>(panel: *const u8, n: usize, nrows: usize, cols: &[Column], accumulate: bool) {
     for col in cols {
-        // SAFETY: prefetching reads nothing and cannot fault.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_ET0>(col.1.cast());
-            _mm_prefetch::<_MM_HINT_ET0>(col.1.wrapping_add(nrows.saturating_sub(1)).cast());
+        let last = col.1.wrapping_add(nrows.saturating_sub(1));
+        // (prefetching reads nothing and cannot fault)
+        _mm_prefetch::<_MM_HINT_ET0>(col.1.cast());
+        if (last as usize) / CACHE_LINE_SIZE != (col.1 as usize) / CACHE_LINE_SIZE {
+            _mm_prefetch::<_MM_HINT_ET0>(last.cast());
         }
     }
     macro_rules! arms {
@@ -267,7 +346,7 @@ unsafe fn run_tile<K: Kind>(panel: *const u8, n: usize, nrows: usize, cols: &[Co
                     let sums = unsafe { K::tile::<$c>(panel, n, &acts) };
                     for (s, col) in sums.iter().zip(cols) {
                         // SAFETY: nrows floats of this column's destination (the caller's contract).
-                        unsafe { store(col.1, *s, nrows) };
+                        unsafe { store(col.1, *s, nrows, accumulate) };
                     }
                 })*
                 other => crate::ggml_abort!("mul_mat: {} columns in a panel tile", other),
@@ -277,14 +356,19 @@ unsafe fn run_tile<K: Kind>(panel: *const u8, n: usize, nrows: usize, cols: &[Co
     arms!(1 2 3 4 5 6 7 8 9 10 11 12);
 }
 
-/// Stores the first `nrows` lanes of `v` at `out`.
+/// Stores the first `nrows` lanes of `v` at `out`, or adds them to what is there.
 ///
 /// # Safety
 /// AVX-512; `out` holds `nrows` floats.
+#[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-unsafe fn store(out: *mut f32, v: __m512, nrows: usize) {
-    // SAFETY: the caller's contract; masked-off lanes are not written.
-    unsafe { _mm512_mask_storeu_ps(out, lanes(nrows), v) };
+unsafe fn store(out: *mut f32, v: __m512, nrows: usize, accumulate: bool) {
+    let mask = lanes(nrows);
+    // SAFETY: the caller's contract; masked-off lanes are neither read nor written.
+    unsafe {
+        let v = if accumulate { _mm512_add_ps(_mm512_maskz_loadu_ps(mask, out), v) } else { v };
+        _mm512_mask_storeu_ps(out, mask, v)
+    };
 }
 
 /// The mask of the lanes below `len` (all 16 from 16 on).
