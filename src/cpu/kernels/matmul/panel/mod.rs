@@ -83,6 +83,9 @@ trait Kind {
     unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [__m512; C];
 }
 
+/// Panels per task when rows are taken a span at a time.
+const PANELS_PER_TASK: i64 = 8;
+
 /// The most columns of any kind's tile.
 const MAX_TILE_COLS: usize = 12;
 
@@ -210,35 +213,34 @@ fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tens
         group_cols: 0,
     };
     let panels = ceil_div(src0.ne[1], PANEL_ROWS as i64);
+    // Rows longer than a span are taken a span at a time, a task running several panels
+    // against each span of its columns in turn: the span of the activations stays in cache
+    // over those panels.
+    let per_task = if n > K::SPAN { PANELS_PER_TASK } else { 1 };
+    let blocks = ceil_div(panels, per_task);
     let nth = params.nth as i64;
-    let groups = ceil_div(4 * nth, panels).clamp(1, (nr1 / MIN_CHUNK_COLS).max(1));
+    let groups = ceil_div(4 * nth, blocks).clamp(1, (nr1 / MIN_CHUNK_COLS).max(1));
     // whole tiles per group, tiles never straddling a multiple of TILE_COLS (see `chunk`)
     let group_cols = (ceil_div(nr1, groups) as usize).next_multiple_of(K::TILE_COLS) as i64;
     let groups = ceil_div(nr1, group_cols);
     let pass = Pass { groups, group_cols, ..pass };
-    let total = (panels * groups) as usize;
+    let tasks = (blocks * groups) as usize;
 
+    // tasks handed out as threads come for them
     let mut decoded = None;
-    if n <= K::SPAN {
-        // one pass: chunks handed out as threads come for them
-        let mut chunk = params.ith;
-        while chunk < total {
-            pass.chunk::<K>(chunk, Span { start: 0, len: n }, &mut decoded);
-            if params.nth >= total {
-                break;
-            }
-            chunk = params.next_chunk();
-        }
-    } else {
-        // a pass per span of the rows, each thread keeping its chunks (their results grow
-        // over the passes), so that one span of every activation row stays in cache while
-        // the thread's panels run against it
+    let mut task = params.ith;
+    while task < tasks {
+        let (b, g) = (task as i64 / groups, task as i64 % groups);
         for start in (0..n).step_by(K::SPAN) {
             let span = Span { start, len: K::SPAN.min(n - start) };
-            for chunk in (params.ith..total).step_by(params.nth) {
-                pass.chunk::<K>(chunk, span, &mut decoded);
+            for p in b * per_task..((b + 1) * per_task).min(panels) {
+                pass.chunk::<K>((p * groups + g) as usize, span, &mut decoded);
             }
         }
+        if params.nth >= tasks {
+            break;
+        }
+        task = params.next_chunk();
     }
 }
 
