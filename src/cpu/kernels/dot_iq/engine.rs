@@ -147,7 +147,7 @@ pub struct Sub32 {
 #[allow(clippy::needless_range_loop)]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub fn q8k_tile<X, P: Copy, const R: usize, const C: usize>(
+pub fn q8k_tile<X, P, const R: usize, const C: usize>(
     x: &[&[X]; R],
     y: &[&[BlockQ8K]; C],
     prep: impl Fn(&X) -> (f32, P),
@@ -156,28 +156,24 @@ pub fn q8k_tile<X, P: Copy, const R: usize, const C: usize>(
     let mut acc = [[_mm256_setzero_ps(); C]; R];
     for b in 0..x[0].len() {
         prefetch_next_tile(x, b, 1);
-        let first = prep(&x[0][b]);
-        let (mut dx, mut shared) = ([first.0; R], [first.1; R]);
-        for r in 1..R {
-            (dx[r], shared[r]) = prep(&x[r][b]);
-        }
-        let mut sums = [[_mm256_setzero_si256(); C]; R];
-        for i in 0..QK_K / 32 {
-            // Row by row, each decoded sub-block used at once: holding all R of them would
-            // take more registers than there are (activations are loaded again instead).
-            for r in 0..R {
-                let w = sub(&x[r][b], &shared[r], i);
+        for r in 0..R {
+            // A row's sub-blocks one after another, each used at once against every column:
+            // the sums of one row stay in registers (all R rows' sums, indexed by row in the
+            // inner loop, went through the stack), and the activations are loaded again per
+            // row instead.
+            let (dx, shared) = prep(&x[r][b]);
+            let mut sums = [_mm256_setzero_si256(); C];
+            for i in 0..QK_K / 32 {
+                let w = sub(&x[r][b], &shared, i);
                 for c in 0..C {
                     let qy = load32(&y[c][b].qs, 32 * i);
                     let p = _mm256_madd_epi16(w.weights.pair_sums(qy), w.scales);
-                    sums[r][c] = _mm256_add_epi32(sums[r][c], p);
+                    sums[c] = _mm256_add_epi32(sums[c], p);
                 }
             }
-        }
-        for r in 0..R {
             for c in 0..C {
-                let d = _mm256_set1_ps(dx[r] * y[c][b].scale());
-                acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums[r][c]), acc[r][c]);
+                let d = _mm256_set1_ps(dx * y[c][b].scale());
+                acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums[c]), acc[r][c]);
             }
         }
     }

@@ -125,6 +125,20 @@ mod avx2 {
         _mm256_set_epi32(p(7), p(6), p(5), p(4), p(3), p(2), p(1), p(0))
     }
 
+    /// The eight grid points of group `i` of an `iq3_s` block, gathered: indices from the
+    /// low bytes in `qs` and the ninth bits in `qh[i]` (bit k for point k).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn s_points(grid: &[u32; 512], b: &BlockIq3S, i: usize) -> __m256i {
+        let low = &b.qs[8 * i..8 * i + 8];
+        // SAFETY: `low` holds the 8 bytes read.
+        let low = _mm256_cvtepu8_epi32(unsafe { _mm_loadl_epi64(low.as_ptr().cast()) });
+        let ninth = _mm256_sllv_epi32(_mm256_set1_epi32(i32::from(b.qh[i])), _mm256_set_epi32(1, 2, 3, 4, 5, 6, 7, 8));
+        let index = _mm256_or_si256(low, _mm256_and_si256(ninth, _mm256_set1_epi32(256)));
+        // SAFETY: every index is below 512, the grid's length.
+        unsafe { _mm256_i32gather_epi32::<4>(grid.as_ptr().cast(), index) }
+    }
+
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn iq3_xxs<const R: usize, const C: usize>(x: &[&[BlockIq3Xxs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         let grid: &[u32; 256] = &grids().iq3_xxs;
@@ -151,7 +165,7 @@ mod avx2 {
             y,
             |b| (half(b.d), ()),
             |b, _, i| {
-                let mag = points(grid, |k| s_index(b, i, k));
+                let mag = s_points(grid, b, i);
                 let s = &b.signs[4 * i..4 * i + 4];
                 let signs = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
                 Sub32 {
