@@ -201,17 +201,6 @@ fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tens
 
     let n = src0.ne[0] as usize;
     let nr1 = src1.ne[1] * src1.ne[2] * src1.ne[3];
-    let acts_size = K::activations_size(n, nr1 as usize).next_multiple_of(CACHE_LINE_SIZE);
-    let pass = Pass {
-        dst,
-        src0,
-        src1,
-        acts: wdata,
-        // SAFETY: work_size put one panel per thread after the activations, on a cache line.
-        panel: unsafe { wdata.add(acts_size + params.ith * K::panel_size(n.min(K::SPAN))) },
-        groups: 0,
-        group_cols: 0,
-    };
     let panels = ceil_div(src0.ne[1], PANEL_ROWS as i64);
     // Rows longer than a span are taken a span at a time, a task running several panels
     // against each span of its columns in turn: the span of the activations stays in cache
@@ -223,7 +212,16 @@ fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tens
     // whole tiles per group, tiles never straddling a multiple of TILE_COLS (see `chunk`)
     let group_cols = (ceil_div(nr1, groups) as usize).next_multiple_of(K::TILE_COLS) as i64;
     let groups = ceil_div(nr1, group_cols);
-    let pass = Pass { groups, group_cols, ..pass };
+    let acts_size = K::activations_size(n, nr1 as usize).next_multiple_of(CACHE_LINE_SIZE);
+    let pass = Pass {
+        dst,
+        src0,
+        src1,
+        acts: wdata,
+        // SAFETY: work_size put one panel per thread after the activations, on a cache line.
+        panel: unsafe { wdata.add(acts_size + params.ith * K::panel_size(n.min(K::SPAN))) },
+        group_cols,
+    };
     let tasks = (blocks * groups) as usize;
 
     // tasks handed out as threads come for them
@@ -234,7 +232,7 @@ fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tens
         for start in (0..n).step_by(K::SPAN) {
             let span = Span { start, len: K::SPAN.min(n - start) };
             for p in b * per_task..((b + 1) * per_task).min(panels) {
-                pass.chunk::<K>((p * groups + g) as usize, span, &mut decoded);
+                pass.chunk::<K>(p, g, span, &mut decoded);
             }
         }
         if params.nth >= tasks {
@@ -253,8 +251,7 @@ struct Pass<'a> {
     acts: *mut u8,
     /// This thread's panel.
     panel: *mut u8,
-    /// Column groups per panel, and columns per group.
-    groups: i64,
+    /// Columns per group.
     group_cols: i64,
 }
 
@@ -262,9 +259,9 @@ struct Pass<'a> {
 type Decoded = Option<(usize, i64, Span)>;
 
 impl Pass<'_> {
-    /// Runs chunk `chunk` (a panel by a group of columns) over `span` of the rows, adding to
-    /// the results of the earlier spans.
-    fn chunk<K: Kind>(&self, chunk: usize, span: Span, decoded: &mut Decoded) {
+    /// Runs panel `p` against column group `g` over `span` of the rows, adding to the results
+    /// of the earlier spans.
+    fn chunk<K: Kind>(&self, p: i64, g: i64, span: Span, decoded: &mut Decoded) {
         let (src0, src1, dst) = (self.src0, self.src1, self.dst);
         let (ne1, ne2) = (src1.ne[1], src1.ne[2]);
         let (r2, r3) = (src1.ne[2] / src0.ne[2], src1.ne[3] / src0.ne[3]);
@@ -272,7 +269,6 @@ impl Pass<'_> {
         let n = src0.ne[0] as usize;
         let accumulate = span.start > 0;
 
-        let (p, g) = (chunk as i64 / self.groups, chunk as i64 % self.groups);
         let first_row = p * PANEL_ROWS as i64;
         let nrows = (src0.ne[1] - first_row).min(PANEL_ROWS as i64) as usize;
         let mut tile: [Column; MAX_TILE_COLS] = [(std::ptr::null(), std::ptr::null_mut()); MAX_TILE_COLS];
