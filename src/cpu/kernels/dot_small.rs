@@ -60,8 +60,7 @@ impl Whole for BlockTq1_0 {
         // bytes 0..32 of `qs` hold values m + 32k (trit k), bytes 32..48 values 160 + m + 16k,
         // `qh` values 240 + j + 4k
         let (head, tail) = self.qs.split_at(32);
-        for (packed, first) in [(head, 0), (tail, 160), (&self.qh[..], 240)] {
-            let trits = if first == 240 { 4 } else { 5 };
+        for (packed, first, trits) in [(head, 0, 5), (tail, 160, 5), (&self.qh[..], 240, 4)] {
             for k in 0..trits {
                 for (m, &byte) in packed.iter().enumerate() {
                     bytes[first + k * packed.len() + m] = trit(byte, k) as i8;
