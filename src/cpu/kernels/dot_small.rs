@@ -12,8 +12,8 @@
 //! NVFP4, Q1_0 and Q2_0 blocks span several Q8_0 blocks: their activation unit is that many
 //! Q8_0 blocks in a row. The scalar references follow ggml's generic `ggml_vec_dot_*`
 //! arithmetic. The AVX2 tiles decode 32 weights at a time to signed bytes and use the tiles
-//! of [`super::dot_iq::engine`]; TQ2_0 keeps its unsigned 2-bit codes in the byte products
-//! (with 16-bit sums) and takes the activations' block sums off once per block, as ggml does.
+//! of [`super::dot_iq::engine`]; the ternary formats keep their unsigned codes (value + 1) in
+//! the byte products and take the activations' block sums off once per block, as ggml does.
 
 use crate::core::types::Type;
 use crate::quants::fp4::{BlockMxfp4, BlockNvfp4, E2M1_DOUBLED, e8m0_to_f32_half, ue4m3_to_f32_half};
@@ -248,51 +248,74 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::dot_iq::engine::{
-        Sub32, Weights32, half, half8, load16, load32, lookup16, nibbles, q8_0_tile, q8k_tile, signs_from_bits, sums_of,
+        Weights32, half, half8, load16, load32, lookup16, nibbles, q8_0_tile, q8k_offset_tile, signs_from_bits,
     };
     use super::*;
 
-    /// Trit k of every byte of `src` as -1, 0 or 1, `pow` holding 3^k for each byte: the
-    /// products are taken mod 256 in 16-bit lanes, even and odd bytes apart.
+    /// Each byte times 3 (mod 256), as two byte additions. (Hidden from the optimizer behind
+    /// an empty `asm!`: it otherwise folds the chains of these into multiplications by 9, 27
+    /// and 81, which x86 has only for 16-bit lanes, at several instructions each.)
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn trits(src: __m256i, pow: __m256i) -> __m256i {
-        let low = _mm256_set1_epi16(0x00ff);
-        let three = _mm256_set1_epi16(3);
-        let even = _mm256_and_si256(_mm256_mullo_epi16(_mm256_and_si256(src, low), _mm256_and_si256(pow, low)), low);
-        let odd = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16::<8>(src), _mm256_srli_epi16::<8>(pow)), low);
-        let even = _mm256_srli_epi16::<8>(_mm256_mullo_epi16(even, three));
-        let odd = _mm256_and_si256(_mm256_mullo_epi16(odd, three), _mm256_set1_epi16(0xff00u16 as i16));
-        _mm256_sub_epi8(_mm256_or_si256(even, odd), _mm256_set1_epi8(1))
+    fn triple(v: __m256i) -> __m256i {
+        let mut t = _mm256_add_epi8(v, _mm256_add_epi8(v, v));
+        // SAFETY: an empty template; it only claims to change `t`.
+        unsafe { std::arch::asm!("/* {t} */", t = inout(ymm_reg) t, options(pure, nomem, nostack, preserves_flags)) };
+        t
     }
 
-    /// Group `i` (values 32i..32i+32) of a `tq1_0` block as signed bytes.
+    /// [`triple`] of 16 bytes.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn tq1_group(b: &BlockTq1_0, i: usize) -> __m256i {
-        let pow = |k: usize| _mm_set1_epi8(POW3[k] as i8);
+    fn triple16(v: __m128i) -> __m128i {
+        let mut t = _mm_add_epi8(v, _mm_add_epi8(v, v));
+        // SAFETY: as in `triple`.
+        unsafe { std::arch::asm!("/* {t} */", t = inout(xmm_reg) t, options(pure, nomem, nostack, preserves_flags)) };
+        t
+    }
+
+    /// The top trit of each byte as a code 0..=2 (the trit plus one): (3·byte) >> 8, which is
+    /// the number of thresholds 86 and 171 the byte reaches (compared as signed bytes, less 128).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn top_trit(bytes: __m256i) -> __m256i {
+        let s = _mm256_xor_si256(bytes, _mm256_set1_epi8(-128));
+        let first = _mm256_cmpgt_epi8(s, _mm256_set1_epi8((85 - 128) as i8));
+        let second = _mm256_cmpgt_epi8(s, _mm256_set1_epi8((170 - 128) as i8));
+        _mm256_sub_epi8(_mm256_sub_epi8(_mm256_setzero_si256(), first), second)
+    }
+
+    /// The 256 values of a `tq1_0` block as codes 0..=2, in value order: trit k of byte m of
+    /// the first 32 bytes is value 32k + m, of byte m of the next 16 value 160 + 16k + m, of
+    /// `qh[m]` value 240 + 4k + m. Multiplying a byte by 3^k (mod 256) brings trit k to the top.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn tq1_codes(b: &BlockTq1_0) -> [__m256i; QK_K / 32] {
+        let head = load32(&b.qs, 0);
+        let (h3, h9) = (triple(head), triple(triple(head)));
+        let (h27, h81) = (triple(h9), triple(triple(h9)));
         let tail = load16(&b.qs, 32);
-        let (src, pow) = match i {
-            0..5 => (load32(&b.qs, 0), _mm256_set1_epi8(POW3[i] as i8)),
-            5 | 6 => (_mm256_set_m128i(tail, tail), _mm256_set_m128i(pow(2 * i - 9), pow(2 * i - 10))),
-            _ => {
-                // values 224..240 are trit 4 of bytes 32..48, values 240 + 4k + j trit k of qh[j]
-                let qh = _mm_set1_epi32(i32::from_le_bytes(b.qh));
-                let qh_pow = _mm_set_epi32(0x1b1b_1b1b, 0x0909_0909, 0x0303_0303, 0x0101_0101);
-                (_mm256_set_m128i(qh, tail), _mm256_set_m128i(qh_pow, pow(4)))
-            }
-        };
-        trits(src, pow)
+        let (t3, t9) = (triple16(tail), triple16(triple16(tail)));
+        let (t27, t81) = (triple16(t9), triple16(triple16(t9)));
+        let qh = _mm_set1_epi32(i32::from_le_bytes(b.qh));
+        let (q3, q9) = (triple16(qh), triple16(triple16(qh)));
+        // bytes 4k..4k+4: qh·3^k
+        let qh = _mm_unpacklo_epi64(_mm_unpacklo_epi32(qh, q3), _mm_unpacklo_epi32(q9, triple16(q9)));
+        [
+            top_trit(head),
+            top_trit(h3),
+            top_trit(h9),
+            top_trit(h27),
+            top_trit(h81),
+            top_trit(_mm256_set_m128i(t3, tail)),
+            top_trit(_mm256_set_m128i(t27, t9)),
+            top_trit(_mm256_set_m128i(qh, t81)),
+        ]
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn tq1_0<const R: usize, const C: usize>(x: &[&[BlockTq1_0]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        q8k_tile(
-            x,
-            y,
-            |b| (half(b.d), ()),
-            |b, _, i| Sub32 { weights: Weights32::signed(tq1_group(b, i)), scales: _mm256_set1_epi16(1) },
-        )
+        q8k_offset_tile(x, y, |b| (half(b.d), tq1_codes(b)))
     }
 
     /// The 2-bit codes at bit `2p` of 32 bytes.
@@ -309,47 +332,27 @@ mod avx2 {
         _mm256_and_si256(shifted, _mm256_set1_epi8(3))
     }
 
-    /// The codes (0..3, standing for -1..2) go into the byte products unsigned; their 16-bit
-    /// sums stay below 8·2·3·127, and Σ(q-1)·y is what is left after taking off the
-    /// activations' block sums Σy.
-    // Rows and columns index the accumulator grid together.
-    #[allow(clippy::needless_range_loop)]
+    /// The 256 2-bit codes of a `tq2_0` block in value order: in each half of 128 values,
+    /// byte m holds values m + 32p (bits 2p).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn tq2_codes(b: &BlockTq2_0) -> [__m256i; QK_K / 32] {
+        let (low, high) = (load32(&b.qs, 0), load32(&b.qs, 32));
+        [
+            crumbs(low, 0),
+            crumbs(low, 1),
+            crumbs(low, 2),
+            crumbs(low, 3),
+            crumbs(high, 0),
+            crumbs(high, 1),
+            crumbs(high, 2),
+            crumbs(high, 3),
+        ]
+    }
+
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn tq2_0<const R: usize, const C: usize>(x: &[&[BlockTq2_0]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        let ones = _mm256_set1_epi16(1);
-        let zero = _mm256_setzero_si256();
-        let mut acc = [[_mm256_setzero_ps(); C]; R];
-        let (mut raw, mut q) = ([zero; R], [zero; R]);
-        for b in 0..x[0].len() {
-            crate::cpu::kernels::dot::prefetch_next_tile(x, b, 1);
-            let mut sums = [[zero; C]; R];
-            for h in 0..2 {
-                for r in 0..R {
-                    raw[r] = load32(&x[r][b].qs, 32 * h);
-                }
-                for p in 0..4 {
-                    for r in 0..R {
-                        q[r] = crumbs(raw[r], p);
-                    }
-                    for c in 0..C {
-                        let qy = load32(&y[c][b].qs, 128 * h + 32 * p);
-                        for r in 0..R {
-                            sums[r][c] = _mm256_add_epi16(sums[r][c], _mm256_maddubs_epi16(q[r], qy));
-                        }
-                    }
-                }
-            }
-            for c in 0..C {
-                let bsums = load32(y[c][b].bsums.as_flattened(), 0);
-                let dy = y[c][b].scale();
-                for r in 0..R {
-                    let total = _mm256_madd_epi16(_mm256_sub_epi16(sums[r][c], bsums), ones);
-                    let d = _mm256_set1_ps(dy * half(x[r][b].d));
-                    acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(total), acc[r][c]);
-                }
-            }
-        }
-        sums_of(&acc)
+        q8k_offset_tile(x, y, |b| (half(b.d), tq2_codes(b)))
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]

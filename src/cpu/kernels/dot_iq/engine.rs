@@ -180,6 +180,41 @@ pub fn q8k_tile<X, P, const R: usize, const C: usize>(
     sums_of(&acc)
 }
 
+/// R×C products of rows of 256-value super-blocks whose values are small unsigned codes q
+/// standing for q − 1 (the ternary formats), with q8_K rows. `decode(block)` gives the block's
+/// factor and its codes (0..=3), 32 values per vector in value order.
+///
+/// The codes go into `maddubs` as they are, which spares the sign handling of [`q8k_tile`]:
+/// Σ(q−1)·y is Σq·y less the activations' block sums Σy. The 16-bit sums stay below
+/// 8·2·3·127 + 16·127, so nothing saturates.
+// Rows and columns index the accumulator grid together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn q8k_offset_tile<X, const R: usize, const C: usize>(
+    x: &[&[X]; R],
+    y: &[&[BlockQ8K]; C],
+    decode: impl Fn(&X) -> (f32, [__m256i; QK_K / 32]),
+) -> [[f32; C]; R] {
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_ps(); C]; R];
+    for b in 0..x[0].len() {
+        prefetch_next_tile(x, b, 1);
+        for r in 0..R {
+            let (dx, codes) = decode(&x[r][b]);
+            for c in 0..C {
+                let mut sums = _mm256_sub_epi16(_mm256_setzero_si256(), load32(y[c][b].bsums.as_flattened(), 0));
+                for (i, &q) in codes.iter().enumerate() {
+                    sums = _mm256_add_epi16(sums, _mm256_maddubs_epi16(q, load32(&y[c][b].qs, 32 * i)));
+                }
+                let d = _mm256_set1_ps(dx * y[c][b].scale());
+                acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_madd_epi16(sums, ones)), acc[r][c]);
+            }
+        }
+    }
+    sums_of(&acc)
+}
+
 /// The lane sums of a grid of accumulators. (Loops, not closures: a closure defined here
 /// would carry the target features into `array::map`, which could then not inline it.)
 // Rows and columns index the accumulator grid together.
