@@ -291,14 +291,20 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     fn tq1_codes(b: &BlockTq1_0) -> [__m256i; QK_K / 32] {
+        // each power from the one before: a chain of byte additions
         let head = load32(&b.qs, 0);
-        let (h3, h9) = (triple(head), triple(triple(head)));
-        let (h27, h81) = (triple(h9), triple(triple(h9)));
+        let h3 = triple(head);
+        let h9 = triple(h3);
+        let h27 = triple(h9);
+        let h81 = triple(h27);
         let tail = load16(&b.qs, 32);
-        let (t3, t9) = (triple16(tail), triple16(triple16(tail)));
-        let (t27, t81) = (triple16(t9), triple16(triple16(t9)));
+        let t3 = triple16(tail);
+        let t9 = triple16(t3);
+        let t27 = triple16(t9);
+        let t81 = triple16(t27);
         let qh = _mm_set1_epi32(i32::from_le_bytes(b.qh));
-        let (q3, q9) = (triple16(qh), triple16(triple16(qh)));
+        let q3 = triple16(qh);
+        let q9 = triple16(q3);
         // bytes 4k..4k+4: qh·3^k
         let qh = _mm_unpacklo_epi64(_mm_unpacklo_epi32(qh, q3), _mm_unpacklo_epi32(q9, triple16(q9)));
         [
