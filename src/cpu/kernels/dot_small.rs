@@ -264,16 +264,6 @@ mod avx2 {
         t
     }
 
-    /// [`triple`] of 16 bytes.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn triple16(v: __m128i) -> __m128i {
-        let mut t = _mm_add_epi8(v, _mm_add_epi8(v, v));
-        // SAFETY: as in `triple`.
-        unsafe { std::arch::asm!("/* {t} */", t = inout(xmm_reg) t, options(pure, nomem, nostack, preserves_flags)) };
-        t
-    }
-
     /// The top trit of each byte as a code 0..=2 (the trit plus one): (3·byte) >> 8, which is
     /// the number of thresholds 86 and 171 the byte reaches (compared as signed bytes, less 128).
     #[inline]
@@ -291,31 +281,29 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     fn tq1_codes(b: &BlockTq1_0) -> [__m256i; QK_K / 32] {
-        // each power from the one before: a chain of byte additions
+        // each power from the one before: a chain of byte additions, the 16 tail bytes and
+        // the 4 `qh` bytes (repeated) sharing one
         let head = load32(&b.qs, 0);
         let h3 = triple(head);
         let h9 = triple(h3);
         let h27 = triple(h9);
         let h81 = triple(h27);
-        let tail = load16(&b.qs, 32);
-        let t3 = triple16(tail);
-        let t9 = triple16(t3);
-        let t27 = triple16(t9);
-        let t81 = triple16(t27);
-        let qh = _mm_set1_epi32(i32::from_le_bytes(b.qh));
-        let q3 = triple16(qh);
-        let q9 = triple16(q3);
-        // bytes 4k..4k+4: qh·3^k
-        let qh = _mm_unpacklo_epi64(_mm_unpacklo_epi32(qh, q3), _mm_unpacklo_epi32(q9, triple16(q9)));
+        let rest = _mm256_set_m128i(_mm_set1_epi32(i32::from_le_bytes(b.qh)), load16(&b.qs, 32));
+        let r3 = triple(rest);
+        let r9 = triple(r3);
+        let r27 = triple(r9);
+        let r81 = triple(r27);
+        // upper half, bytes 4k..4k+4: qh·3^k
+        let qh = _mm256_unpacklo_epi64(_mm256_unpacklo_epi32(rest, r3), _mm256_unpacklo_epi32(r9, r27));
         [
             top_trit(head),
             top_trit(h3),
             top_trit(h9),
             top_trit(h27),
             top_trit(h81),
-            top_trit(_mm256_set_m128i(t3, tail)),
-            top_trit(_mm256_set_m128i(t27, t9)),
-            top_trit(_mm256_set_m128i(qh, t81)),
+            top_trit(_mm256_permute2x128_si256::<0x20>(rest, r3)),
+            top_trit(_mm256_permute2x128_si256::<0x20>(r9, r27)),
+            top_trit(_mm256_blend_epi32::<0xf0>(r81, qh)),
         ]
     }
 

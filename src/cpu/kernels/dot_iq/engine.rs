@@ -140,11 +140,40 @@ pub struct Sub32 {
     pub scales: __m256i,
 }
 
+/// The frame of the q8_K tiles: R×C products of rows of 256-value super-blocks with q8_K
+/// rows. For each super-block, row by row, `block(x, ys)` gives the factor of the row's
+/// integer sums and those sums against each column's block (8 lanes of `i32`); they are scaled
+/// by the factor and the column's scale and accumulated.
+// Rows and columns index the accumulator grid together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn q8k_frame<X, const R: usize, const C: usize>(
+    x: &[&[X]; R],
+    y: &[&[BlockQ8K]; C],
+    block: impl Fn(&X, &[&BlockQ8K; C]) -> (f32, [__m256i; C]),
+) -> [[f32; C]; R] {
+    let mut acc = [[_mm256_setzero_ps(); C]; R];
+    for b in 0..x[0].len() {
+        prefetch_next_tile(x, b, 1);
+        let mut ys = [&y[0][b]; C];
+        for c in 1..C {
+            ys[c] = &y[c][b];
+        }
+        for r in 0..R {
+            let (dx, sums) = block(&x[r][b], &ys);
+            for c in 0..C {
+                let d = _mm256_set1_ps(dx * ys[c].scale());
+                acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums[c]), acc[r][c]);
+            }
+        }
+    }
+    sums_of(&acc)
+}
+
 /// R×C products of rows of 256-value super-blocks with q8_K rows: `prep(block)` gives the
 /// factor of a block's integer sums and whatever its sub-blocks share (decoded once per block),
 /// `sub(block, shared, i)` decodes values 32i..32i+32.
-// Rows and columns index the accumulator grid together.
-#[allow(clippy::needless_range_loop)]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn q8k_tile<X, P, const R: usize, const C: usize>(
@@ -153,31 +182,21 @@ pub fn q8k_tile<X, P, const R: usize, const C: usize>(
     prep: impl Fn(&X) -> (f32, P),
     sub: impl Fn(&X, &P, usize) -> Sub32,
 ) -> [[f32; C]; R] {
-    let mut acc = [[_mm256_setzero_ps(); C]; R];
-    for b in 0..x[0].len() {
-        prefetch_next_tile(x, b, 1);
-        for r in 0..R {
-            // A row's sub-blocks one after another, each used at once against every column:
-            // the sums of one row stay in registers (all R rows' sums, indexed by row in the
-            // inner loop, went through the stack), and the activations are loaded again per
-            // row instead.
-            let (dx, shared) = prep(&x[r][b]);
-            let mut sums = [_mm256_setzero_si256(); C];
-            for i in 0..QK_K / 32 {
-                let w = sub(&x[r][b], &shared, i);
-                for c in 0..C {
-                    let qy = load32(&y[c][b].qs, 32 * i);
-                    let p = _mm256_madd_epi16(w.weights.pair_sums(qy), w.scales);
-                    sums[c] = _mm256_add_epi32(sums[c], p);
-                }
-            }
-            for c in 0..C {
-                let d = _mm256_set1_ps(dx * y[c][b].scale());
-                acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums[c]), acc[r][c]);
+    q8k_frame(x, y, |xb, ys| {
+        // A row's sub-blocks one after another, each used at once against every column: the
+        // sums of one row stay in registers (all R rows' sums, indexed by row in the inner
+        // loop, went through the stack), and the activations are loaded again per row instead.
+        let (dx, shared) = prep(xb);
+        let mut sums = [_mm256_setzero_si256(); C];
+        for i in 0..QK_K / 32 {
+            let w = sub(xb, &shared, i);
+            for (s, yb) in sums.iter_mut().zip(ys) {
+                let p = _mm256_madd_epi16(w.weights.pair_sums(load32(&yb.qs, 32 * i)), w.scales);
+                *s = _mm256_add_epi32(*s, p);
             }
         }
-    }
-    sums_of(&acc)
+        (dx, sums)
+    })
 }
 
 /// R×C products of rows of 256-value super-blocks whose values are small unsigned codes q
@@ -187,8 +206,6 @@ pub fn q8k_tile<X, P, const R: usize, const C: usize>(
 /// The codes go into `maddubs` as they are, which spares the sign handling of [`q8k_tile`]:
 /// Σ(q−1)·y is Σq·y less the activations' block sums Σy. The 16-bit sums stay below
 /// 8·2·3·127 + 16·127, so nothing saturates.
-// Rows and columns index the accumulator grid together.
-#[allow(clippy::needless_range_loop)]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn q8k_offset_tile<X, const R: usize, const C: usize>(
@@ -197,22 +214,18 @@ pub fn q8k_offset_tile<X, const R: usize, const C: usize>(
     decode: impl Fn(&X) -> (f32, [__m256i; QK_K / 32]),
 ) -> [[f32; C]; R] {
     let ones = _mm256_set1_epi16(1);
-    let mut acc = [[_mm256_setzero_ps(); C]; R];
-    for b in 0..x[0].len() {
-        prefetch_next_tile(x, b, 1);
-        for r in 0..R {
-            let (dx, codes) = decode(&x[r][b]);
-            for c in 0..C {
-                let mut sums = _mm256_sub_epi16(_mm256_setzero_si256(), load32(y[c][b].bsums.as_flattened(), 0));
-                for (i, &q) in codes.iter().enumerate() {
-                    sums = _mm256_add_epi16(sums, _mm256_maddubs_epi16(q, load32(&y[c][b].qs, 32 * i)));
-                }
-                let d = _mm256_set1_ps(dx * y[c][b].scale());
-                acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_madd_epi16(sums, ones)), acc[r][c]);
+    q8k_frame(x, y, |xb, ys| {
+        let (dx, codes) = decode(xb);
+        let mut sums = [_mm256_setzero_si256(); C];
+        for (s, yb) in sums.iter_mut().zip(ys) {
+            let mut pairs = _mm256_sub_epi16(_mm256_setzero_si256(), load32(yb.bsums.as_flattened(), 0));
+            for (i, &q) in codes.iter().enumerate() {
+                pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(q, load32(&yb.qs, 32 * i)));
             }
+            *s = _mm256_madd_epi16(pairs, ones);
         }
-    }
-    sums_of(&acc)
+        (dx, sums)
+    })
 }
 
 /// The lane sums of a grid of accumulators. (Loops, not closures: a closure defined here
