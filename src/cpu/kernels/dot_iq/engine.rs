@@ -116,13 +116,22 @@ pub fn signs_from_bits(bits: u32) -> __m256i {
     _mm256_or_si256(negative, _mm256_set1_epi8(1))
 }
 
+/// Four 8-byte table entries in one vector, entry `index(l)` in lane l: grid points of 8
+/// values, or sign bytes. (A fixed-size table lets the bounds checks go for indices whose bits
+/// cannot exceed it.)
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn entries4<const N: usize>(table: &[u64; N], index: impl Fn(usize) -> usize) -> __m256i {
+    let e = |l: usize| table[index(l)] as i64;
+    _mm256_set_epi64x(e(3), e(2), e(1), e(0))
+}
+
 /// ±1 bytes for 4 groups of 8 values from their 7-bit sign codes (`code(l)` for group l, any
 /// bits above the seventh ignored).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn seven_bit_signs(code: impl Fn(usize) -> usize) -> __m256i {
-    let s = |l: usize| SEVEN_BIT_SIGN_BYTES[code(l) & 127] as i64;
-    _mm256_set_epi64x(s(3), s(2), s(1), s(0))
+    entries4(&SEVEN_BIT_SIGN_BYTES, |l| code(l) & 127)
 }
 
 /// 16-bit scales for the pair sums of 32 values: `first` for values 0..15, `second` for

@@ -145,21 +145,48 @@ unsafe impl VecDot for BlockIq1M {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{Sub32, Weights32, half, q8k_tile, scales16};
+    use super::super::engine::{Sub32, Weights32, entries4, half, load16, q8k_tile};
     use super::*;
 
-    /// Four grid points, point l giving values 8l..8l+8. (The fixed-size table lets the bounds
-    /// checks go: indices have 11 bits.)
+    /// The ±1 shifts of the 4 groups of a 32-value group of `iq1_m`, 8 bytes each, from its
+    /// `qh` bits 3, 7, 11 and 15 (set: -1).
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn points(grid: &[u64; 2048], index: impl Fn(usize) -> usize) -> __m256i {
-        let p = |l: usize| grid[index(l)] as i64;
-        _mm256_set_epi64x(p(3), p(2), p(1), p(0))
+    fn m_shifts(qh: u16) -> __m256i {
+        let bits = _mm256_set_epi64x(0x8000, 0x800, 0x80, 0x8);
+        let negative = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(i64::from(qh)), bits), bits);
+        _mm256_or_si256(negative, _mm256_set1_epi8(1))
     }
 
-    /// A shift of ±1 in each of the 8 bytes of a group.
-    fn shift_bytes(shift: i8) -> i64 {
-        (shift as u8 as u64 * 0x0101_0101_0101_0101) as i64
+    /// What the 8 groups of an `iq1_s` block take from their `qh` words besides index bits,
+    /// each as 4 bytes to broadcast (a broadcast load is a single load; decoding them one
+    /// group at a time cost some 9 instructions a group).
+    struct Groups {
+        /// The multiplier 2s+1 in both 16-bit halves.
+        multipliers: [u32; 8],
+        /// The shift ±1 in all 4 bytes.
+        shifts: [u32; 8],
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn s_groups(b: &BlockIq1S) -> Groups {
+        let words = _mm256_cvtepu16_epi32(load16(&b.qh, 0));
+        let multiplier = _mm256_or_si256(
+            _mm256_and_si256(_mm256_srli_epi32::<11>(words), _mm256_set1_epi32(0xe)),
+            _mm256_set1_epi32(1),
+        );
+        let negative = _mm256_srai_epi32::<31>(_mm256_slli_epi32::<16>(words));
+        let mut groups = Groups { multipliers: [0; 8], shifts: [0; 8] };
+        // SAFETY: each array holds the 32 bytes stored.
+        unsafe {
+            _mm256_storeu_si256(
+                groups.multipliers.as_mut_ptr().cast(),
+                _mm256_or_si256(multiplier, _mm256_slli_epi32::<16>(multiplier)),
+            );
+            _mm256_storeu_si256(groups.shifts.as_mut_ptr().cast(), _mm256_or_si256(negative, _mm256_set1_epi8(1)));
+        }
+        groups
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -168,16 +195,25 @@ mod avx2 {
         q8k_tile(
             x,
             y,
-            |b| (0.125 * half(b.d), ()),
-            |b, _, i| {
-                let g = points(grid, |l| s_index(b, i, l));
-                let delta = shift(s_word(b, i) & 0x8000 != 0);
+            |b| (0.125 * half(b.d), s_groups(b)),
+            |b, groups, i| {
+                let g = entries4(grid, |l| s_index(b, i, l));
                 Sub32 {
-                    weights: Weights32::signed(_mm256_add_epi8(g, _mm256_set1_epi8(delta))),
-                    scales: _mm256_set1_epi16(s_scale(b, i) as i16),
+                    weights: Weights32::signed(_mm256_add_epi8(g, _mm256_set1_epi32(groups.shifts[i] as i32))),
+                    scales: _mm256_set1_epi32(groups.multipliers[i] as i32),
                 }
             },
         )
+    }
+
+    /// The 16-bit scales of a group of `iq1_m`, `first` and `second` each a multiplier in both
+    /// halves: one broadcast load and one permutation, where `scales16` takes two broadcasts,
+    /// an insert and two shuffles.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn m_scales16(first: u32, second: u32) -> __m256i {
+        let both = _mm256_set1_epi64x((u64::from(second) << 32 | u64::from(first)) as i64);
+        _mm256_permutevar8x32_epi32(both, _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0))
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -188,16 +224,22 @@ mod avx2 {
             y,
             |b| {
                 let sc = m_words(b);
-                (0.125 * half(m_super_scale(&sc)), sc)
+                // All 16 multipliers at once (per half they took a variable shift), each in both
+                // halves of a u32, so that a group's two sit in one u64 to broadcast.
+                let multipliers: [u32; 16] = std::array::from_fn(|j| {
+                    let m = 2 * u32::from((sc[j / 4] >> (3 * (j % 4))) & 7) + 1;
+                    m | m << 16
+                });
+                (0.125 * half(m_super_scale(&sc)), multipliers)
             },
-            |b, sc, i| {
-                let p = [m_point(b, i, 0), m_point(b, i, 1), m_point(b, i, 2), m_point(b, i, 3)];
-                let g = points(grid, |l| p[l].0);
-                let d = |l: usize| shift_bytes(p[l].1);
-                let (ls1, ls2) = m_scales(sc, i);
+            |b, multipliers, i| {
+                // point l's three high index bits are bits 4l..4l+2 of the group's qh word
+                let qh = u16::from_le_bytes([b.qh[2 * i], b.qh[2 * i + 1]]);
+                let high = [usize::from(qh) << 8, usize::from(qh) << 4, usize::from(qh), usize::from(qh) >> 4];
+                let g = entries4(grid, |l| usize::from(b.qs[4 * i + l]) | (high[l] & 0x700));
                 Sub32 {
-                    weights: Weights32::signed(_mm256_add_epi8(g, _mm256_set_epi64x(d(3), d(2), d(1), d(0)))),
-                    scales: scales16(ls1 as i16, ls2 as i16),
+                    weights: Weights32::signed(_mm256_add_epi8(g, m_shifts(qh))),
+                    scales: m_scales16(multipliers[2 * i], multipliers[2 * i + 1]),
                 }
             },
         )

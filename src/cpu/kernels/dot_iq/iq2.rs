@@ -151,17 +151,10 @@ unsafe impl VecDot for BlockIq2S {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{Sub32, Weights32, half, q8k_tile, scales16, seven_bit_signs, signs_from_bits};
+    use super::super::engine::{
+        Sub32, Weights32, entries4, half, q8k_tile, scales16, seven_bit_signs, signs_from_bits,
+    };
     use super::*;
-
-    /// Four 8-value grid points, point l giving values 8l..8l+8. (A fixed-size table lets the
-    /// bounds checks go for indices whose bits cannot exceed it.)
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn points<const N: usize>(grid: &[u64; N], index: impl Fn(usize) -> usize) -> __m256i {
-        let p = |l: usize| grid[index(l)] as i64;
-        _mm256_set_epi64x(p(3), p(2), p(1), p(0))
-    }
 
     /// The 16-bit scales of a group from its byte of two 4-bit scales.
     #[inline]
@@ -180,7 +173,7 @@ mod avx2 {
             |b| (0.125 * half(b.d), ()),
             |b, _, i| {
                 let w = xxs_word(b, i);
-                let mag = points(grid, |l| usize::from(b.qs[8 * i + l]));
+                let mag = entries4(grid, |l| usize::from(b.qs[8 * i + l]));
                 Sub32 {
                     weights: Weights32::with_signs(mag, seven_bit_signs(|l| (w >> (7 * l)) as usize)),
                     scales: _mm256_set1_epi16(2 * (w >> 28) as i16 + 1),
@@ -198,7 +191,7 @@ mod avx2 {
             |b| (0.125 * half(b.d), ()),
             |b, _, i| {
                 let w = |l: usize| xs_word(b, 4 * i + l);
-                let mag = points(grid, |l| usize::from(w(l) & 511));
+                let mag = entries4(grid, |l| usize::from(w(l) & 511));
                 let signs = seven_bit_signs(|l| usize::from(w(l) >> 9));
                 Sub32 { weights: Weights32::with_signs(mag, signs), scales: group_scales(b.scales[i]) }
             },
@@ -213,7 +206,7 @@ mod avx2 {
             y,
             |b| (0.125 * half(b.d), ()),
             |b, _, i| {
-                let mag = points(grid, |l| s_index(b, 4 * i + l));
+                let mag = entries4(grid, |l| s_index(b, 4 * i + l));
                 let s = &b.qs[32 + 4 * i..36 + 4 * i];
                 let signs = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
                 Sub32 { weights: Weights32::with_signs(mag, signs_from_bits(signs)), scales: group_scales(b.scales[i]) }
