@@ -145,7 +145,7 @@ unsafe impl VecDot for BlockIq1M {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{Sub32, Weights32, entries4, half, load16, q8k_tile};
+    use super::super::engine::{Sub32, Weights32, entries4, half, load16, multipliers16, q8k_tile, scales16};
     use super::*;
 
     /// The ±1 shifts of the 4 groups of a 32-value group of `iq1_m`, 8 bytes each, from its
@@ -206,16 +206,6 @@ mod avx2 {
         )
     }
 
-    /// The 16-bit scales of a group of `iq1_m`, `first` and `second` each a multiplier in both
-    /// halves: one broadcast load and one permutation, where `scales16` takes two broadcasts,
-    /// an insert and two shuffles.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn m_scales16(first: u32, second: u32) -> __m256i {
-        let both = _mm256_set1_epi64x((u64::from(second) << 32 | u64::from(first)) as i64);
-        _mm256_permutevar8x32_epi32(both, _mm256_set_epi32(1, 1, 1, 1, 0, 0, 0, 0))
-    }
-
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn iq1_m<const R: usize, const C: usize>(x: &[&[BlockIq1M]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         let grid: &[u64; 2048] = &grids().iq1_s;
@@ -224,12 +214,7 @@ mod avx2 {
             y,
             |b| {
                 let sc = m_words(b);
-                // All 16 multipliers at once (per half they took a variable shift), each in both
-                // halves of a u32, so that a group's two sit in one u64 to broadcast.
-                let multipliers: [u32; 16] = std::array::from_fn(|j| {
-                    let m = 2 * u32::from((sc[j / 4] >> (3 * (j % 4))) & 7) + 1;
-                    m | m << 16
-                });
+                let multipliers = multipliers16(|j| 2 * u32::from((sc[j / 4] >> (3 * (j % 4))) & 7) + 1);
                 (0.125 * half(m_super_scale(&sc)), multipliers)
             },
             |b, multipliers, i| {
@@ -237,10 +222,7 @@ mod avx2 {
                 let qh = u16::from_le_bytes([b.qh[2 * i], b.qh[2 * i + 1]]);
                 let high = [usize::from(qh) << 8, usize::from(qh) << 4, usize::from(qh), usize::from(qh) >> 4];
                 let g = entries4(grid, |l| usize::from(b.qs[4 * i + l]) | (high[l] & 0x700));
-                Sub32 {
-                    weights: Weights32::signed(_mm256_add_epi8(g, m_shifts(qh))),
-                    scales: m_scales16(multipliers[2 * i], multipliers[2 * i + 1]),
-                }
+                Sub32 { weights: Weights32::signed(_mm256_add_epi8(g, m_shifts(qh))), scales: scales16(multipliers, i) }
             },
         )
     }

@@ -152,16 +152,15 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::engine::{
-        Sub32, Weights32, entries4, half, q8k_tile, scales16, seven_bit_signs, signs_from_bits,
+        Sub32, Weights32, entries4, half, multipliers16, q8k_tile, scales16, seven_bit_signs, signs_from_bits,
     };
     use super::*;
 
-    /// The 16-bit scales of a group from its byte of two 4-bit scales.
+    /// The multipliers 2s+1 of a block's 16 halves of groups, from its 4-bit scales.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn group_scales(scales: u8) -> __m256i {
-        let (ls1, ls2) = half_scales(scales);
-        scales16(ls1 as i16, ls2 as i16)
+    fn nibble_multipliers(scales: &[u8; 8]) -> [u32; 16] {
+        multipliers16(|j| 2 * u32::from((scales[j / 2] >> (4 * (j % 2))) & 0x0f) + 1)
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -188,12 +187,12 @@ mod avx2 {
         q8k_tile(
             x,
             y,
-            |b| (0.125 * half(b.d), ()),
-            |b, _, i| {
+            |b| (0.125 * half(b.d), nibble_multipliers(&b.scales)),
+            |b, multipliers, i| {
                 let w = |l: usize| xs_word(b, 4 * i + l);
                 let mag = entries4(grid, |l| usize::from(w(l) & 511));
                 let signs = seven_bit_signs(|l| usize::from(w(l) >> 9));
-                Sub32 { weights: Weights32::with_signs(mag, signs), scales: group_scales(b.scales[i]) }
+                Sub32 { weights: Weights32::with_signs(mag, signs), scales: scales16(multipliers, i) }
             },
         )
     }
@@ -204,12 +203,12 @@ mod avx2 {
         q8k_tile(
             x,
             y,
-            |b| (0.125 * half(b.d), ()),
-            |b, _, i| {
+            |b| (0.125 * half(b.d), nibble_multipliers(&b.scales)),
+            |b, multipliers, i| {
                 let mag = entries4(grid, |l| s_index(b, 4 * i + l));
                 let s = &b.qs[32 + 4 * i..36 + 4 * i];
                 let signs = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
-                Sub32 { weights: Weights32::with_signs(mag, signs_from_bits(signs)), scales: group_scales(b.scales[i]) }
+                Sub32 { weights: Weights32::with_signs(mag, signs_from_bits(signs)), scales: scales16(multipliers, i) }
             },
         )
     }
