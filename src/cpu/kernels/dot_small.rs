@@ -351,10 +351,12 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn mxfp4<const R: usize, const C: usize>(x: &[&[BlockMxfp4]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-        q8_0_tile(x, y, |b, _| {
-            let levels = lookup16(&E2M1_DOUBLED, nibbles(load16(&b.qs, 0)));
-            (Weights32::signed(levels), _mm256_set1_ps(e8m0_to_f32_half(b.e)))
-        })
+        q8_0_tile(
+            x,
+            y,
+            |b| _mm256_set1_ps(e8m0_to_f32_half(b.e)),
+            |b, _| (Weights32::signed(lookup16(&E2M1_DOUBLED, nibbles(load16(&b.qs, 0)))), _mm256_set1_ps(1.0)),
+        )
     }
 
     /// [`ue4m3_to_f32_half`] of every byte: a load instead of a conversion with branches.
@@ -366,43 +368,60 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn nvfp4<const R: usize, const C: usize>(x: &[&[BlockNvfp4]; R], y: &[&[[BlockQ8_0; 2]]; C]) -> [[f32; C]; R] {
         let ue4m3 = ue4m3_halves();
-        q8_0_tile(x, y, |b, k| {
-            // bytes 16k..16k+16 hold groups 2k and 2k+1, each as 8 low nibbles then 8 high
-            let packed = load16(&b.qs, 16 * k);
-            let m4 = _mm_set1_epi8(0x0f);
-            let (lo, hi) = (_mm_and_si128(packed, m4), _mm_and_si128(_mm_srli_epi16::<4>(packed), m4));
-            let codes = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
-            let scale = |s: usize| _mm_set1_ps(ue4m3[usize::from(b.d[s])]);
-            let scales = _mm256_set_m128(scale(2 * k + 1), scale(2 * k));
-            (Weights32::signed(lookup16(&E2M1_DOUBLED, codes)), scales)
-        })
+        q8_0_tile(
+            x,
+            y,
+            |_| _mm256_set1_ps(1.0),
+            |b, k| {
+                // bytes 16k..16k+16 hold groups 2k and 2k+1, each as 8 low nibbles then 8 high
+                let packed = load16(&b.qs, 16 * k);
+                let m4 = _mm_set1_epi8(0x0f);
+                let (lo, hi) = (_mm_and_si128(packed, m4), _mm_and_si128(_mm_srli_epi16::<4>(packed), m4));
+                let codes = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+                let scale = |s: usize| _mm_set1_ps(ue4m3[usize::from(b.d[s])]);
+                let scales = _mm256_set_m128(scale(2 * k + 1), scale(2 * k));
+                (Weights32::signed(lookup16(&E2M1_DOUBLED, codes)), scales)
+            },
+        )
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn q1_0<const R: usize, const C: usize>(x: &[&[BlockQ1_0]; R], y: &[&[[BlockQ8_0; 4]]; C]) -> [[f32; C]; R] {
-        q8_0_tile(x, y, |b, k| {
-            let q = &b.qs[4 * k..4 * k + 4];
-            // a set bit is +1: the signs are the bits' complement
-            let signs = signs_from_bits(!u32::from_le_bytes([q[0], q[1], q[2], q[3]]));
-            (Weights32::with_signs(_mm256_set1_epi8(1), signs), half8(b.d))
-        })
+        q8_0_tile(
+            x,
+            y,
+            // A set bit is +1, and `signs_from_bits` makes set bits -1: so the sums come out
+            // negated, and so does the scale. (Complementing the bits instead kept them out of
+            // a broadcast load: a load, a `not`, a move and a broadcast per 32 values.)
+            |b| _mm256_xor_ps(half8(b.d), _mm256_set1_ps(-0.0)),
+            |b, k| {
+                let q = &b.qs[4 * k..4 * k + 4];
+                let signs = signs_from_bits(u32::from_le_bytes([q[0], q[1], q[2], q[3]]));
+                (Weights32::with_signs(_mm256_set1_epi8(1), signs), _mm256_set1_ps(1.0))
+            },
+        )
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn q2_0<const R: usize, const C: usize>(x: &[&[BlockQ2_0]; R], y: &[&[[BlockQ8_0; 2]]; C]) -> [[f32; C]; R] {
-        q8_0_tile(x, y, |b, k| {
-            // byte j of the 8 goes to 32-bit lane j, copied four times 6 bits apart so that
-            // code p lands at the bottom of byte p
-            let q = &b.qs[8 * k..8 * k + 8];
-            let q = i64::from_le_bytes([q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]]);
-            let wide = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(q));
-            let spread = _mm256_or_si256(
-                _mm256_or_si256(wide, _mm256_slli_epi32::<6>(wide)),
-                _mm256_or_si256(_mm256_slli_epi32::<12>(wide), _mm256_slli_epi32::<18>(wide)),
-            );
-            let codes = _mm256_and_si256(spread, _mm256_set1_epi8(3));
-            (Weights32::signed(_mm256_sub_epi8(codes, _mm256_set1_epi8(1))), half8(b.d))
-        })
+        q8_0_tile(
+            x,
+            y,
+            |b| half8(b.d),
+            |b, k| {
+                // byte j of the 8 goes to 32-bit lane j, copied four times 6 bits apart so that
+                // code p lands at the bottom of byte p
+                let q = &b.qs[8 * k..8 * k + 8];
+                let q = i64::from_le_bytes([q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]]);
+                let wide = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(q));
+                let spread = _mm256_or_si256(
+                    _mm256_or_si256(wide, _mm256_slli_epi32::<6>(wide)),
+                    _mm256_or_si256(_mm256_slli_epi32::<12>(wide), _mm256_slli_epi32::<18>(wide)),
+                );
+                let codes = _mm256_and_si256(spread, _mm256_set1_epi8(3));
+                (Weights32::signed(_mm256_sub_epi8(codes, _mm256_set1_epi8(1))), _mm256_set1_ps(1.0))
+            },
+        )
     }
 }
 

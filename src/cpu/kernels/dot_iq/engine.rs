@@ -296,7 +296,7 @@ macro_rules! q8_0_tiles {
         mod $module {
             use std::arch::x86_64::*;
 
-            use super::{Q8_0Group, Weights32, half8, load32, prefetch_next_tile, sums_of};
+            use super::{MAX_BLOCKS, Q8_0Group, Weights32, half8, load32, prefetch_next_tile, sums_of};
 
             /// Σ of four products of unsigned bytes of `a` with signed bytes of `b`, per 32-bit
             /// lane.
@@ -313,25 +313,39 @@ macro_rules! q8_0_tiles {
             pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
                 x: &[&[X]; R],
                 y: &[&[Y]; C],
+                scale: impl Fn(&X) -> __m256,
                 chunk: impl Fn(&X, usize) -> (Weights32, __m256),
             ) -> [[f32; C]; R] {
+                assert!(Y::BLOCKS <= MAX_BLOCKS);
                 let mut acc = [[_mm256_setzero_ps(); C]; R];
-                let mut dy = [_mm256_setzero_ps(); C];
+                let mut dy = [[_mm256_setzero_ps(); C]; MAX_BLOCKS];
                 for b in 0..x[0].len() {
                     prefetch_next_tile(x, b, 1);
                     for k in 0..Y::BLOCKS {
                         for c in 0..C {
-                            dy[c] = half8(y[c][b].block(k).d);
+                            dy[k][c] = half8(y[c][b].block(k).d);
                         }
-                        // row by row, as in `q8k_tile`
-                        for r in 0..R {
-                            let (w, dx) = chunk(&x[r][b], k);
+                    }
+                    // row by row, as in `q8k_tile`
+                    for r in 0..R {
+                        // The q8_0 blocks' sums are gathered before the weight block's scale
+                        // is applied, once. They start from -0.0, the one start that lets LLVM
+                        // turn the first fused multiply-add into a multiplication (x + -0.0 is
+                        // x for every x), and factors of 1.0 fold away: for one q8_0 block per
+                        // weight block this costs what scaling each product by dx·dy did.
+                        let mut block = [_mm256_set1_ps(-0.0); C];
+                        for k in 0..Y::BLOCKS {
+                            let (w, dk) = chunk(&x[r][b], k);
                             for c in 0..C {
                                 let qy = load32(&y[c][b].block(k).qs, 0);
                                 let sums = dot4(w.mag, _mm256_sign_epi8(qy, w.sign));
-                                let d = _mm256_mul_ps(dx, dy[c]);
-                                acc[r][c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), acc[r][c]);
+                                let d = _mm256_mul_ps(dk, dy[k][c]);
+                                block[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), block[c]);
                             }
+                        }
+                        let dx = scale(&x[r][b]);
+                        for c in 0..C {
+                            acc[r][c] = _mm256_fmadd_ps(dx, block[c], acc[r][c]);
                         }
                     }
                 }
@@ -344,21 +358,26 @@ macro_rules! q8_0_tiles {
 q8_0_tiles!(q8_0_avx2, "avx2,fma,f16c", |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
 q8_0_tiles!(q8_0_vnni, "avx2,fma,f16c,avxvnni", |a, b| _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b));
 
+/// The most q8_0 blocks a weight block spans.
+const MAX_BLOCKS: usize = 4;
+
 /// R×C products of rows of weight blocks with rows of q8_0 groups: `chunk(block, k)` decodes
-/// the 32 weights of a block that meet q8_0 block k, with their scale in each 32-bit lane
-/// (lane l covers values 4l..4l+4). Takes `vpdpbusd` where the processor has AVX-VNNI.
+/// the 32 weights of a block that meet q8_0 block k, with their own factor in each 32-bit lane
+/// (lane l covers values 4l..4l+4; 1.0 where a block has one scale), and `scale(block)` gives
+/// the factor of the whole block. Takes `vpdpbusd` where the processor has AVX-VNNI.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
     x: &[&[X]; R],
     y: &[&[Y]; C],
+    scale: impl Fn(&X) -> __m256,
     chunk: impl Fn(&X, usize) -> (Weights32, __m256),
 ) -> [[f32; C]; R] {
     if crate::cpu::kernels::features::features().avx_vnni {
         // SAFETY: AVX2, FMA and F16C are enabled here, AVX-VNNI was just checked.
-        unsafe { q8_0_vnni::q8_0_tile(x, y, chunk) }
+        unsafe { q8_0_vnni::q8_0_tile(x, y, scale, chunk) }
     } else {
-        q8_0_avx2::q8_0_tile(x, y, chunk)
+        q8_0_avx2::q8_0_tile(x, y, scale, chunk)
     }
 }
 
@@ -381,9 +400,10 @@ mod tests {
         let y: [&[BlockQ8_0]; 2] = std::array::from_fn(|c| ys[c].as_slice());
         // SAFETY (whole block): AVX2, FMA, F16C and AVX-VNNI were checked above.
         unsafe {
-            let chunk = |b: &[u8; 32], _| (Weights32::signed(load32(b, 0)), _mm256_set1_ps(0.5));
-            let a = q8_0_avx2::q8_0_tile(&x, &y, chunk);
-            let v = q8_0_vnni::q8_0_tile(&x, &y, chunk);
+            let scale = |_: &[u8; 32]| _mm256_set1_ps(0.5);
+            let chunk = |b: &[u8; 32], _| (Weights32::signed(load32(b, 0)), _mm256_set1_ps(1.0));
+            let a = q8_0_avx2::q8_0_tile(&x, &y, scale, chunk);
+            let v = q8_0_vnni::q8_0_tile(&x, &y, scale, chunk);
             assert_eq!(a, v);
             assert!(a.iter().flatten().all(|s| s.is_finite() && *s != 0.0));
         }

@@ -82,10 +82,12 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn iq4_nl<const R: usize, const C: usize>(x: &[&[BlockIq4Nl]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-        q8_0_tile(x, y, |b, _| {
-            let levels = lookup16(&LEVELS, nibbles(load16(&b.qs, 0)));
-            (Weights32::signed(levels), half8(b.d))
-        })
+        q8_0_tile(
+            x,
+            y,
+            |b| half8(b.d),
+            |b, _| (Weights32::signed(lookup16(&LEVELS, nibbles(load16(&b.qs, 0)))), _mm256_set1_ps(1.0)),
+        )
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
