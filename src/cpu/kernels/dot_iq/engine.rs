@@ -139,9 +139,9 @@ pub fn seven_bit_signs(code: impl Fn(usize) -> usize) -> __m256i {
 /// sub-block's pair at a time took a dozen instructions.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub fn multipliers16(m: impl Fn(usize) -> u32) -> [u32; 16] {
+pub fn multipliers16(m: impl Fn(usize) -> i32) -> [u32; 16] {
     std::array::from_fn(|j| {
-        let v = m(j) & 0xffff;
+        let v = m(j) as u32 & 0xffff;
         v | v << 16
     })
 }
@@ -179,10 +179,7 @@ fn q8k_frame<X, const R: usize, const C: usize>(
     let mut acc = [[_mm256_setzero_ps(); C]; R];
     for b in 0..x[0].len() {
         prefetch_next_tile(x, b, 1);
-        let mut ys = [&y[0][b]; C];
-        for c in 1..C {
-            ys[c] = &y[c][b];
-        }
+        let ys: [&BlockQ8K; C] = std::array::from_fn(|c| &y[c][b]);
         for r in 0..R {
             let (dx, sums) = block(&x[r][b], &ys);
             for c in 0..C {

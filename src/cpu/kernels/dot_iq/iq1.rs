@@ -50,17 +50,21 @@ fn m_super_scale(sc: &[u16; 4]) -> Half {
     Half::from_bits(sc[0] >> 12 | (sc[1] >> 8 & 0x00f0) | (sc[2] >> 4 & 0x0f00) | (sc[3] & 0xf000))
 }
 
-/// The odd multipliers 2s+1 of the two halves of group `i` of an `iq1_m` block.
-fn m_scales(sc: &[u16; 4], i: usize) -> (i32, i32) {
-    let s = sc[i / 2] >> (6 * (i % 2));
-    (2 * i32::from(s & 7) + 1, 2 * i32::from((s >> 3) & 7) + 1)
+/// The odd multiplier 2s+1 of values 16j..16j+16 of an `iq1_m` block: the scale words hold
+/// four 3-bit scales each.
+fn m_multiplier(sc: &[u16; 4], j: usize) -> i32 {
+    2 * i32::from((sc[j / 4] >> (3 * (j % 4))) & 7) + 1
 }
 
-/// The grid index and shift of point `l` (0..4) of group `i` of an `iq1_m` block, from its
-/// nibble of `qh`: 3 high index bits and the shift sign.
-fn m_point(b: &BlockIq1M, i: usize, l: usize) -> (usize, i8) {
-    let nibble = b.qh[2 * i + l / 2] >> (4 * (l % 2));
-    (usize::from(b.qs[4 * i + l]) | usize::from(nibble & 7) << 8, shift(nibble & 8 != 0))
+/// The nibble of `qh` of point `l` (0..4) of group `i` of an `iq1_m` block: 3 high index bits
+/// and the shift sign.
+fn m_nibble(b: &BlockIq1M, i: usize, l: usize) -> u8 {
+    b.qh[2 * i + l / 2] >> (4 * (l % 2))
+}
+
+/// The grid index of point `l` (0..4) of group `i` of an `iq1_m` block.
+fn m_index(b: &BlockIq1M, i: usize, l: usize) -> usize {
+    usize::from(b.qs[4 * i + l]) | usize::from(m_nibble(b, i, l) & 7) << 8
 }
 
 /// Whole values of the ternary grids: 8g ± 1, multipliers 2s+1, the fixed factor 1/8.
@@ -97,10 +101,9 @@ impl Whole for BlockIq1M {
         let sc = m_words(self);
         for (i, (out, m)) in bytes.chunks_exact_mut(32).zip(multipliers.chunks_exact_mut(2)).enumerate() {
             for (l, out) in out.chunks_exact_mut(8).enumerate() {
-                let (index, delta) = m_point(self, i, l);
-                put_shifted(out, grid[index], delta);
+                put_shifted(out, grid[m_index(self, i, l)], shift(m_nibble(self, i, l) & 8 != 0));
             }
-            (m[0], m[1]) = m_scales(&sc, i);
+            (m[0], m[1]) = (m_multiplier(&sc, 2 * i), m_multiplier(&sc, 2 * i + 1));
         }
     }
 }
@@ -214,14 +217,12 @@ mod avx2 {
             y,
             |b| {
                 let sc = m_words(b);
-                let multipliers = multipliers16(|j| 2 * u32::from((sc[j / 4] >> (3 * (j % 4))) & 7) + 1);
+                let multipliers = multipliers16(|j| m_multiplier(&sc, j));
                 (0.125 * half(m_super_scale(&sc)), multipliers)
             },
             |b, multipliers, i| {
-                // point l's three high index bits are bits 4l..4l+2 of the group's qh word
                 let qh = u16::from_le_bytes([b.qh[2 * i], b.qh[2 * i + 1]]);
-                let high = [usize::from(qh) << 8, usize::from(qh) << 4, usize::from(qh), usize::from(qh) >> 4];
-                let g = entries4(grid, |l| usize::from(b.qs[4 * i + l]) | (high[l] & 0x700));
+                let g = entries4(grid, |l| m_index(b, i, l));
                 Sub32 { weights: Weights32::signed(_mm256_add_epi8(g, m_shifts(qh))), scales: scales16(multipliers, i) }
             },
         )

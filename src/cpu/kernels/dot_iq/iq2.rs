@@ -24,9 +24,9 @@ fn s_index(b: &BlockIq2S, l: usize) -> usize {
     usize::from(b.qs[l]) | usize::from((b.qh[l / 4] >> (2 * (l % 4))) & 3) << 8
 }
 
-/// The odd multipliers 2s+1 of the two halves of group `i`, from a byte of two 4-bit scales.
-fn half_scales(scales: u8) -> (i32, i32) {
-    (2 * i32::from(scales & 0x0f) + 1, 2 * i32::from(scales >> 4) + 1)
+/// The odd multiplier 2s+1 of values 16j..16j+16, from the block's bytes of two 4-bit scales.
+fn half_multiplier(scales: &[u8; QK_K / 32], j: usize) -> i32 {
+    2 * i32::from((scales[j / 2] >> (4 * (j % 2))) & 0x0f) + 1
 }
 
 /// Whole values of the 2-bit grids: grid bytes 8, 25 or 43 with signs, multipliers 2s+1, the
@@ -88,8 +88,8 @@ impl Whole for BlockIq2S {
 
 /// The multipliers of each 16 values from the bytes of two 4-bit scales.
 fn half_multipliers(scales: &[u8; QK_K / 32], multipliers: &mut [i32]) {
-    for (m, &s) in multipliers.chunks_exact_mut(2).zip(scales) {
-        (m[0], m[1]) = half_scales(s);
+    for (j, m) in multipliers.iter_mut().enumerate() {
+        *m = half_multiplier(scales, j);
     }
 }
 
@@ -156,13 +156,6 @@ mod avx2 {
     };
     use super::*;
 
-    /// The multipliers 2s+1 of a block's 16 halves of groups, from its 4-bit scales.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn nibble_multipliers(scales: &[u8; 8]) -> [u32; 16] {
-        multipliers16(|j| 2 * u32::from((scales[j / 2] >> (4 * (j % 2))) & 0x0f) + 1)
-    }
-
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn iq2_xxs<const R: usize, const C: usize>(x: &[&[BlockIq2Xxs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         let grid: &[u64; 256] = &grids().iq2_xxs;
@@ -187,7 +180,7 @@ mod avx2 {
         q8k_tile(
             x,
             y,
-            |b| (0.125 * half(b.d), nibble_multipliers(&b.scales)),
+            |b| (0.125 * half(b.d), multipliers16(|j| half_multiplier(&b.scales, j))),
             |b, multipliers, i| {
                 let w = |l: usize| xs_word(b, 4 * i + l);
                 let mag = entries4(grid, |l| usize::from(w(l) & 511));
@@ -203,7 +196,7 @@ mod avx2 {
         q8k_tile(
             x,
             y,
-            |b| (0.125 * half(b.d), nibble_multipliers(&b.scales)),
+            |b| (0.125 * half(b.d), multipliers16(|j| half_multiplier(&b.scales, j))),
             |b, multipliers, i| {
                 let mag = entries4(grid, |l| s_index(b, 4 * i + l));
                 let s = &b.qs[32 + 4 * i..36 + 4 * i];
