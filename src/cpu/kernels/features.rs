@@ -32,11 +32,35 @@ impl Features {
         self.avx2 && self.fma && self.f16c
     }
 
+    /// How this processor runs `vpdpbusd` on 256-bit vectors, if it does.
+    pub fn vnni(&self) -> Vnni {
+        if !self.has_avx2_fma() {
+            Vnni::None
+        } else if self.avx_vnni {
+            Vnni::Vex
+        } else if self.avx512vnni && self.avx512vl {
+            Vnni::Evex
+        } else {
+            Vnni::None
+        }
+    }
+
     /// The AVX-512 subsets the matrix tiles use (`dot_avx512`): F, BW, VL, DQ and VNNI, on
     /// top of the AVX2 path. (BF16 is checked on its own.)
     pub fn has_avx512(&self) -> bool {
         self.has_avx2_fma() && self.avx512f && self.avx512bw && self.avx512vl && self.avx512dq && self.avx512vnni
     }
+}
+
+/// The encoding under which the processor has the 256-bit byte dot product `vpdpbusd`:
+/// AVX-VNNI (VEX: Alder Lake, Sapphire Rapids and later Intel, Zen 5) or AVX512-VNNI with
+/// AVX512VL (EVEX: Ice Lake, Zen 4). The kernels expand their VNNI tiles once per encoding,
+/// each under its own target features.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Vnni {
+    None,
+    Vex,
+    Evex,
 }
 
 #[cfg(target_arch = "x86_64")]

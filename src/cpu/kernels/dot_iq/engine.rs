@@ -286,8 +286,11 @@ impl<const N: usize> Q8_0Group for [BlockQ8_0; N] {
     }
 }
 
-/// The q8_0 tile, built twice: for AVX2 (byte products summed with `maddubs` and `madd`) and
-/// for AVX-VNNI (`vpdpbusd`). Both give the same integer sums.
+/// The q8_0 tile, built three times: for AVX2 (byte products summed with `maddubs` and
+/// `madd`) and for `vpdpbusd` under each of its encodings (see [`Vnni`]). All give the same
+/// integer sums.
+///
+/// [`Vnni`]: crate::cpu::kernels::features::Vnni
 macro_rules! q8_0_tiles {
     ($module:ident, $features:literal, |$a:ident, $b:ident| $dot:expr) => {
         mod $module {
@@ -354,6 +357,11 @@ macro_rules! q8_0_tiles {
 
 q8_0_tiles!(q8_0_avx2, "avx2,fma,f16c", |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
 q8_0_tiles!(q8_0_vnni, "avx2,fma,f16c,avxvnni", |a, b| _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b));
+q8_0_tiles!(q8_0_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", |a, b| _mm256_dpbusd_epi32(
+    _mm256_setzero_si256(),
+    a,
+    b
+));
 
 /// The most q8_0 blocks a weight block spans.
 const MAX_BLOCKS: usize = 4;
@@ -361,7 +369,7 @@ const MAX_BLOCKS: usize = 4;
 /// R×C products of rows of weight blocks with rows of q8_0 groups: `chunk(block, k)` decodes
 /// the 32 weights of a block that meet q8_0 block k, with their own factor in each 32-bit lane
 /// (lane l covers values 4l..4l+4; 1.0 where a block has one scale), and `scale(block)` gives
-/// the factor of the whole block. Takes `vpdpbusd` where the processor has AVX-VNNI.
+/// the factor of the whole block. Takes `vpdpbusd` where the processor has VNNI.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
@@ -370,11 +378,12 @@ pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
     scale: impl Fn(&X) -> __m256,
     chunk: impl Fn(&X, usize) -> (Weights32, __m256),
 ) -> [[f32; C]; R] {
-    if crate::cpu::kernels::features::features().avx_vnni {
-        // SAFETY: AVX2, FMA and F16C are enabled here, AVX-VNNI was just checked.
-        unsafe { q8_0_vnni::q8_0_tile(x, y, scale, chunk) }
-    } else {
-        q8_0_avx2::q8_0_tile(x, y, scale, chunk)
+    use crate::cpu::kernels::features::{Vnni, features};
+    match features().vnni() {
+        // SAFETY (both): AVX2, FMA and F16C are enabled here; the encoding was just checked.
+        Vnni::Vex => unsafe { q8_0_vnni::q8_0_tile(x, y, scale, chunk) },
+        Vnni::Evex => unsafe { q8_0_vnni512::q8_0_tile(x, y, scale, chunk) },
+        Vnni::None => q8_0_avx2::q8_0_tile(x, y, scale, chunk),
     }
 }
 
@@ -385,8 +394,9 @@ mod tests {
 
     #[test]
     fn vnni_and_avx2_q8_0_tiles_agree_exactly() {
-        let f = crate::cpu::kernels::features::features();
-        if !(f.has_avx2_fma() && f.avx_vnni) {
+        use crate::cpu::kernels::features::{Vnni, features};
+        let vnni = features().vnni();
+        if vnni == Vnni::None {
             return;
         }
         // weights: random signed bytes (within ±127) with a scale per block
@@ -395,12 +405,15 @@ mod tests {
         let x: [&[[u8; 32]]; 4] = std::array::from_fn(|r| xs[r].as_chunks::<32>().0);
         let ys: Vec<Vec<BlockQ8_0>> = (0..2).map(|c| q8_0(&values(4 * 32, 9 + c)).0).collect();
         let y: [&[BlockQ8_0]; 2] = std::array::from_fn(|c| ys[c].as_slice());
-        // SAFETY (whole block): AVX2, FMA, F16C and AVX-VNNI were checked above.
+        // SAFETY (whole block): AVX2, FMA, F16C and the VNNI encoding taken were checked above.
         unsafe {
             let scale = |_: &[u8; 32]| _mm256_set1_ps(0.5);
             let chunk = |b: &[u8; 32], _| (Weights32::signed(load32(b, 0)), _mm256_set1_ps(1.0));
             let a = q8_0_avx2::q8_0_tile(&x, &y, scale, chunk);
-            let v = q8_0_vnni::q8_0_tile(&x, &y, scale, chunk);
+            let v = match vnni {
+                Vnni::Vex => q8_0_vnni::q8_0_tile(&x, &y, scale, chunk),
+                _ => q8_0_vnni512::q8_0_tile(&x, &y, scale, chunk),
+            };
             assert_eq!(a, v);
             assert!(a.iter().flatten().all(|s| s.is_finite() && *s != 0.0));
         }

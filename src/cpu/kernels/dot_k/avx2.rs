@@ -340,37 +340,45 @@ pub(super) mod tiles_avx2 {
     k_tile!("avx2,fma,f16c");
 }
 
-/// AVX-VNNI: `vpdpbusd` sums four byte products into 32 bits in one instruction; the sums of
-/// two chunks, narrowed together to 16 bits (at most 4·63·128 in size, so exactly), are scaled
-/// by one `madd`. Three multiplications per 64 values and activation row where AVX2 needs four;
-/// the same integer sums.
-pub(super) mod tiles_vnni {
-    use super::*;
+/// VNNI: `vpdpbusd` sums four byte products into 32 bits in one instruction; the sums of two
+/// chunks, narrowed together to 16 bits (at most 4·63·128 in size, so exactly), are scaled by
+/// one `madd`. Three multiplications per 64 values and activation row where AVX2 needs four;
+/// the same integer sums. Expanded for AVX-VNNI (VEX) and for AVX512-VNNI on 256-bit vectors
+/// (EVEX, AVX512VL), the same instruction under two encodings.
+macro_rules! vnni_tiles {
+    ($name:ident, $features:literal, $dpbusd:ident) => {
+        pub(super) mod $name {
+            use super::*;
 
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-    fn add_pair<B: KBlock, const C: usize, const J0: usize, const J1: usize>(
-        x: &B,
-        lanes: &[__m256i; 2],
-        y: &[&[u8; QK_K]; C],
-        sums: &mut [__m256i; C],
-    ) {
-        // The scale pattern is that of an even chunk and the next.
-        const { assert!(J0.is_multiple_of(2) && J1 == J0 + 1) };
-        // SAFETY: this function's features include AVX2, FMA and F16C.
-        let (q0, q1) = unsafe { (x.levels::<J0>(), x.levels::<J1>()) };
-        let scales = _mm256_shuffle_epi8(lanes[J0 / 4], load(&PAIR_PATTERNS[J0 / 2 % 2]));
-        for (sum, qy) in sums.iter_mut().zip(y) {
-            let (chunks, _) = qy.as_chunks::<32>();
-            let zero = _mm256_setzero_si256();
-            let first = _mm256_dpbusd_avx_epi32(zero, q0, load(&chunks[J0]));
-            let second = _mm256_dpbusd_avx_epi32(zero, q1, load(&chunks[J1]));
-            *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(scales, _mm256_packs_epi32(first, second)));
+            #[inline]
+            #[target_feature(enable = $features)]
+            fn add_pair<B: KBlock, const C: usize, const J0: usize, const J1: usize>(
+                x: &B,
+                lanes: &[__m256i; 2],
+                y: &[&[u8; QK_K]; C],
+                sums: &mut [__m256i; C],
+            ) {
+                // The scale pattern is that of an even chunk and the next.
+                const { assert!(J0.is_multiple_of(2) && J1 == J0 + 1) };
+                // SAFETY: this function's features include AVX2, FMA and F16C.
+                let (q0, q1) = unsafe { (x.levels::<J0>(), x.levels::<J1>()) };
+                let scales = _mm256_shuffle_epi8(lanes[J0 / 4], load(&PAIR_PATTERNS[J0 / 2 % 2]));
+                for (sum, qy) in sums.iter_mut().zip(y) {
+                    let (chunks, _) = qy.as_chunks::<32>();
+                    let zero = _mm256_setzero_si256();
+                    let first = $dpbusd(zero, q0, load(&chunks[J0]));
+                    let second = $dpbusd(zero, q1, load(&chunks[J1]));
+                    *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(scales, _mm256_packs_epi32(first, second)));
+                }
+            }
+
+            k_tile!($features);
         }
-    }
-
-    k_tile!("avx2,fma,f16c,avxvnni");
+    };
 }
+
+vnni_tiles!(tiles_vnni, "avx2,fma,f16c,avxvnni", _mm256_dpbusd_avx_epi32);
+vnni_tiles!(tiles_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", _mm256_dpbusd_epi32);
 
 /// The tile on the best instruction set this processor has.
 ///
@@ -380,8 +388,13 @@ pub(super) unsafe fn tile<B: KBlock, const R: usize, const C: usize>(
     x: &[&[B]; R],
     y: &[&[BlockQ8K]; C],
 ) -> [[f32; C]; R] {
-    // SAFETY: the caller vouches for AVX2, FMA and F16C; AVX-VNNI is checked.
+    use crate::cpu::kernels::features::{Vnni, features};
+    // SAFETY: the caller vouches for AVX2, FMA and F16C; VNNI is checked.
     unsafe {
-        if crate::cpu::kernels::features::features().avx_vnni { tiles_vnni::tile(x, y) } else { tiles_avx2::tile(x, y) }
+        match features().vnni() {
+            Vnni::Vex => tiles_vnni::tile(x, y),
+            Vnni::Evex => tiles_vnni512::tile(x, y),
+            Vnni::None => tiles_avx2::tile(x, y),
+        }
     }
 }
