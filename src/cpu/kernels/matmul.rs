@@ -1048,6 +1048,11 @@ mod tests {
             check_mul_mat(ty, 512, 37, 5, "packed");
             check_mul_mat(ty, 256, 16, 1, "transposed");
         }
+        // BF16 as pairs: a span and a part (1100 = 1024 + 76, a part of a transpose), a short
+        // row, and an odd one (the widening kind)
+        check_mul_mat(Type::BF16, 1100, 37, 5, "packed");
+        check_mul_mat(Type::BF16, 38, 16, 1, "transposed");
+        check_mul_mat(Type::BF16, 39, 16, 1, "packed");
     }
 
     #[test]

@@ -12,11 +12,13 @@
 //! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4),
 //! [`kquants`] the super-block formats with Q8_K activations (Q2_K to Q6_K, IQ4_XS,
 //! the grid I-quants and the ternary formats),
-//! [`floats`] the F32, F16 and BF16 weights; `with_kind!` is the one list of them. This module
+//! [`floats`] the F32, F16 and BF16 weights, [`bf16_pairs`] BF16 weights on processors
+//! with AVX512-BF16; `with_kind!` is the one list of them. This module
 //! shares the work out: chunks of one panel by a range of columns, taken from the team's
 //! counter, each thread decoding into its own part of the scratch after the activations
 //! (converted into the kind's layout first).
 
+mod bf16_pairs;
 mod blocks;
 mod floats;
 mod kquants;
@@ -89,11 +91,12 @@ const PANELS_PER_TASK: i64 = 8;
 /// The most columns of any kind's tile.
 const MAX_TILE_COLS: usize = 12;
 
-/// `Some($f::<Kind>($args))` with the kind of `ty`'s weights, `None` for weights without one:
-/// the one list of the types the panels take.
+/// `Some($f::<Kind>($args))` with the kind of the weights `src0`, `None` for weights without
+/// one: the one list of the types the panels take.
 macro_rules! with_kind {
-    ($ty:expr, $f:ident($($args:expr),*)) => {
-        match $ty {
+    ($src0:expr, $f:ident($($args:expr),*)) => {
+        match $src0.type_ {
+            Type::BF16 if bf16_pairs::applies($src0.ne[0]) => Some($f::<bf16_pairs::Bf16Pairs>($($args),*)),
             Type::F32 => Some($f::<floats::Floats<f32>>($($args),*)),
             Type::F16 => Some($f::<floats::Floats<u16>>($($args),*)),
             Type::BF16 => Some($f::<floats::Floats<crate::quants::half::Bf16>>($($args),*)),
@@ -124,11 +127,11 @@ macro_rules! with_kind {
     };
 }
 
-/// `with_kind!` for a type [`applies`] has accepted.
+/// `with_kind!` for weights [`applies`] has accepted.
 macro_rules! of_kind {
-    ($ty:expr, $f:ident($($args:expr),*)) => {
-        with_kind!($ty, $f($($args),*))
-            .unwrap_or_else(|| crate::ggml_abort!("mul_mat: no panels for {} weights", $ty.name()))
+    ($src0:expr, $f:ident($($args:expr),*)) => {
+        with_kind!($src0, $f($($args),*))
+            .unwrap_or_else(|| crate::ggml_abort!("mul_mat: no panels for {} weights", $src0.type_.name()))
     };
 }
 
@@ -136,7 +139,7 @@ macro_rules! of_kind {
 /// weights of a kind here, F32 activations, enough columns, and a processor with AVX-512 VNNI.
 pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
     fn any<K: Kind>() {}
-    with_kind!(src0.type_, any()).is_some()
+    with_kind!(src0, any()).is_some()
         && src1.type_ == Type::F32
         && src1.ne[1] * src1.ne[2] * src1.ne[3] >= MIN_COLS
         && has_avx512()
@@ -149,7 +152,7 @@ pub(super) fn work_size(src0: &Tensor, src1: &Tensor, n_threads: usize) -> usize
         K::activations_size(n, cols).next_multiple_of(CACHE_LINE_SIZE) + n_threads * K::panel_size(n.min(K::SPAN))
     }
     let cols = (src1.ne[1] * src1.ne[2] * src1.ne[3]) as usize;
-    of_kind!(src0.type_, size(src0.ne[0] as usize, cols, n_threads))
+    of_kind!(src0, size(src0.ne[0] as usize, cols, n_threads))
 }
 
 /// `dst = src0 · src1ᵀ` on panels, with `wsize` bytes of scratch at `wdata` (a cache line
@@ -165,7 +168,7 @@ pub(super) fn mul_mat(
     if wsize < work_size(src0, src1, params.nth) {
         return false;
     }
-    of_kind!(src0.type_, run(params, dst, src0, src1, wdata));
+    of_kind!(src0, run(params, dst, src0, src1, wdata));
     true
 }
 
