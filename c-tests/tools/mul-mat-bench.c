@@ -1,9 +1,15 @@
 // mul-mat-bench: times one MUL_MAT graph, weights of a given type (M rows of K) against N f32
-// activation columns, on the CPU through ggml_graph_plan/ggml_graph_compute. Built once
-// against the reference and once against ggml-rs from this same source; scripts/bench-mul-mat
-// alternates the two and prints the ratio.
+// activation columns, on the CPU backend (ggml_backend_graph_compute). Built once against the
+// reference and once against ggml-rs from this same source; scripts/bench-mul-mat alternates
+// the two and prints the ratio.
 //
 //   mul-mat-bench TYPE M N K THREADS ITERS [CACHE_DIR]
+//
+// With MUL_MAT_BENCH_BUFT=NAME in the environment the weights go into the CPU device's extra
+// buffer type of that name (ggml_backend_dev_get_extra_bufts), as llama.cpp puts them there
+// when it loads a model: "CPU_REPACK" has the reference repack Q4_0, Q4_K, IQ4_NL, ... weights
+// into its interleaved layouts. Where the library has no such type the run stops with a
+// message (exit 3), so that no number is reported for a layout that was not used.
 //
 // Prints the fastest of ITERS computes, in microseconds, on one line. Why the fastest: this
 // runs on shared virtual machines where a neighbour can double a single run; the minimum is the
@@ -15,6 +21,8 @@
 // runs: each process then starts at once, and the reference and ggml-rs time the same bytes.
 
 #include "ggml.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
 #include "ggml-cpu.h"
 
 #include <stdint.h>
@@ -71,14 +79,15 @@ static void write_cache(const char * path, const void * data, size_t size) {
     rename(tmp, path); // atomic: a concurrent reader sees all of the file or none
 }
 
-static void fill_weights(struct ggml_tensor * w, const char * cache_dir) {
+// The quantized weights, from the cache or made (and cached), into `data` (ggml_nbytes(w)).
+static void make_weights(const struct ggml_tensor * w, void * data, const char * cache_dir) {
     const int64_t m = w->ne[1], k = w->ne[0];
     const size_t size = ggml_nbytes(w);
     char path[4096] = "";
     if (cache_dir) {
         snprintf(path, sizeof path, "%s/%s-%lld-%lld.bin", cache_dir, ggml_type_name(w->type), (long long) m,
                  (long long) k);
-        if (read_cache(path, w->data, size)) {
+        if (read_cache(path, data, size)) {
             return;
         }
     }
@@ -92,12 +101,30 @@ static void fill_weights(struct ggml_tensor * w, const char * cache_dir) {
     }
     const float * im = ggml_quantize_requires_imatrix(w->type) ? imatrix : NULL;
     ggml_quantize_init(w->type);
-    ggml_quantize_chunk(w->type, values, w->data, 0, m, k, im);
+    ggml_quantize_chunk(w->type, values, data, 0, m, k, im);
     free(values);
     free(imatrix);
     if (cache_dir) {
-        write_cache(path, w->data, size);
+        write_cache(path, data, size);
     }
+}
+
+// The buffer type the weights go into: the backend's default, or the extra one named.
+static ggml_backend_buffer_type_t weight_buffer_type(ggml_backend_t backend, const char * name) {
+    if (!name || !*name) {
+        return ggml_backend_get_default_buffer_type(backend);
+    }
+    ggml_backend_dev_t dev = ggml_backend_get_device(backend);
+    typedef ggml_backend_buffer_type_t * (*extra_bufts_fn)(ggml_backend_dev_t);
+    extra_bufts_fn extra =
+        (extra_bufts_fn) ggml_backend_reg_get_proc_address(ggml_backend_dev_backend_reg(dev), "ggml_backend_dev_get_extra_bufts");
+    for (ggml_backend_buffer_type_t * b = extra ? extra(dev) : NULL; b && *b; ++b) {
+        if (strcmp(ggml_backend_buft_name(*b), name) == 0) {
+            return *b;
+        }
+    }
+    fprintf(stderr, "mul-mat-bench: this library has no extra buffer type %s\n", name);
+    exit(3);
 }
 
 int main(int argc, char ** argv) {
@@ -110,30 +137,38 @@ int main(int argc, char ** argv) {
     const int threads = atoi(argv[5]), iters = atoi(argv[6]);
     const char * cache_dir = argc > 7 ? argv[7] : NULL;
 
-    const size_t mem = ggml_row_size(type, k) * m + sizeof(float) * (k * n + m * n) + 4 * ggml_tensor_overhead() +
-                       ggml_graph_overhead() + 1024;
-    struct ggml_init_params params = { mem, NULL, false };
+    ggml_backend_t backend = ggml_backend_cpu_init();
+    ggml_backend_cpu_set_n_threads(backend, threads);
+
+    // the weights in their own context and buffer, as a model's are
+    struct ggml_init_params wparams = { ggml_tensor_overhead(), NULL, true };
+    struct ggml_context * wctx = ggml_init(wparams);
+    struct ggml_tensor * w = ggml_new_tensor_2d(wctx, type, k, m);
+    ggml_backend_buffer_t wbuf =
+        ggml_backend_alloc_ctx_tensors_from_buft(wctx, weight_buffer_type(backend, getenv("MUL_MAT_BENCH_BUFT")));
+    void * wdata = malloc(ggml_nbytes(w));
+    make_weights(w, wdata, cache_dir);
+    ggml_backend_tensor_set(w, wdata, 0, ggml_nbytes(w));
+    free(wdata);
+
+    struct ggml_init_params params = { 4 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
     struct ggml_context * ctx = ggml_init(params);
-    struct ggml_tensor * w = ggml_new_tensor_2d(ctx, type, k, m);
     struct ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, n);
     struct ggml_tensor * y = ggml_mul_mat(ctx, w, x);
     struct ggml_cgraph * graph = ggml_new_graph(ctx);
     ggml_build_forward_expand(graph, y);
-
-    fill_weights(w, cache_dir);
-    float * xs = (float *) x->data;
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
+    float * xs = malloc(sizeof(float) * k * n);
     for (int64_t i = 0; i < k * n; ++i) {
         xs[i] = rng_uniform();
     }
-
-    struct ggml_cplan plan = ggml_graph_plan(graph, threads, NULL);
-    void * work = plan.work_size ? malloc(plan.work_size) : NULL;
-    plan.work_data = work;
+    ggml_backend_tensor_set(x, xs, 0, ggml_nbytes(x));
+    free(xs);
 
     double best = 1e300;
     for (int i = 0; i < iters; ++i) {
         const double t0 = now_us();
-        if (ggml_graph_compute(graph, &plan) != GGML_STATUS_SUCCESS) {
+        if (ggml_backend_graph_compute(backend, graph) != GGML_STATUS_SUCCESS) {
             fprintf(stderr, "mul-mat-bench: compute failed\n");
             return 1;
         }
@@ -141,7 +176,10 @@ int main(int argc, char ** argv) {
         best = t < best ? t : best;
     }
     printf("%.0f\n", best);
-    free(work);
+    ggml_backend_buffer_free(buf);
+    ggml_backend_buffer_free(wbuf);
     ggml_free(ctx);
+    ggml_free(wctx);
+    ggml_backend_free(backend);
     return 0;
 }

@@ -27,6 +27,7 @@
 
 use crate::core::types::Type;
 use crate::quants::half::{Bf16, Half, fp32_to_fp16};
+use crate::quants::k_quants::QK_K;
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
@@ -56,6 +57,10 @@ pub const MAX_WIDE_COLS: usize = 6;
 /// (after its last tile, or for rows that are not back to back) cost a wasted fetch at most.
 #[inline(always)]
 pub(crate) fn prefetch_next_tile<T, const R: usize>(x: &[&[T]; R], i: usize, units: usize) {
+    // (one row is one stream, which the hardware prefetcher follows on its own)
+    if R == 1 {
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     for row in x {
         let next = row.as_ptr().wrapping_add(R * row.len() + i).cast::<i8>();
@@ -1092,9 +1097,14 @@ fn erased_tile<T: VecDot>(n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32],
             out[r * C..(r + 1) * C].copy_from_slice(&res[r]);
         }
     }
-    for r0 in (0..rows).step_by(MAX_ROWS) {
+    // One-column products of the super-block formats go one row at a time. A block is work
+    // enough for a tile on its own, and the hardware prefetcher follows the one row each load
+    // instruction then reads; rows interleaved in a loop defeat it (on Zen 4 a Q6_K 32000×1024
+    // product took 1.95 ms so, 1.45 ms row by row, against ggml's 1.3).
+    let step = if cols == 1 && T::QK == QK_K { 1 } else { MAX_ROWS };
+    for r0 in (0..rows).step_by(step) {
         let (x, out) = (&x[r0..], &mut out[r0 * cols..]);
-        match ((rows - r0).min(MAX_ROWS), cols) {
+        match ((rows - r0).min(step), cols) {
             (1, 1) => run::<T, 1, 1>(x, &y, out, simd),
             (2, 1) => run::<T, 2, 1>(x, &y, out, simd),
             (3, 1) => run::<T, 3, 1>(x, &y, out, simd),

@@ -152,7 +152,8 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::engine::{
-        Sub32, Weights32, entries4, half, multipliers16, q8k_tile, scales16, seven_bit_signs, signs_from_bits,
+        Sub32, Weights32, entries4, half, load16, load32, multipliers16, q8k_tile, scales16, seven_bit_signs,
+        signs_from_bits,
     };
     use super::*;
 
@@ -174,18 +175,41 @@ mod avx2 {
         )
     }
 
+    /// The 8 sign bits of each of an `iq2_xs` block's 32 groups, group l in byte l (so the
+    /// 32 bits of values 32i..32i+32 in word i): the 7 stored above the grid index, and the
+    /// eighth that makes their count even. All at once: table lookups per group cost more.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn xs_signs(b: &BlockIq2Xs) -> [u32; 8] {
+        // 0x80 where a nibble has an odd count of set bits
+        const ODD: [u8; 16] = [0, 0x80, 0x80, 0, 0x80, 0, 0, 0x80, 0x80, 0, 0, 0x80, 0, 0x80, 0x80, 0];
+        let odd = _mm256_broadcastsi128_si256(load16(&ODD, 0));
+        let full = |words: __m256i| {
+            let stored = _mm256_srli_epi16::<9>(words);
+            // bits 0..4 of stored ^ stored >> 4 have the parity of all 7 (`shuffle` reads
+            // only those 4 bits of the low byte; the high byte is 0 and finds 0)
+            let folded = _mm256_xor_si256(stored, _mm256_srli_epi16::<13>(words));
+            _mm256_or_si256(stored, _mm256_shuffle_epi8(odd, folded))
+        };
+        let packed = _mm256_packus_epi16(full(load32(&b.qs, 0)), full(load32(&b.qs, 32)));
+        let bytes = _mm256_permute4x64_epi64::<0b11_01_10_00>(packed);
+        // SAFETY: 32 bytes either way.
+        unsafe { std::mem::transmute::<__m256i, [u32; 8]>(bytes) }
+    }
+
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn iq2_xs<const R: usize, const C: usize>(x: &[&[BlockIq2Xs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         let grid: &[u64; 512] = &grids().iq2_xs;
         q8k_tile(
             x,
             y,
-            |b| (0.125 * half(b.d), multipliers16(|j| half_multiplier(&b.scales, j))),
-            |b, multipliers, i| {
-                let w = |l: usize| xs_word(b, 4 * i + l);
-                let mag = entries4(grid, |l| usize::from(w(l) & 511));
-                let signs = seven_bit_signs(|l| usize::from(w(l) >> 9));
-                Sub32 { weights: Weights32::with_signs(mag, signs), scales: scales16(multipliers, i) }
+            |b| (0.125 * half(b.d), (multipliers16(|j| half_multiplier(&b.scales, j)), xs_signs(b))),
+            |b, (multipliers, signs), i| {
+                let mag = entries4(grid, |l| usize::from(xs_word(b, 4 * i + l) & 511));
+                Sub32 {
+                    weights: Weights32::with_signs(mag, signs_from_bits(signs[i])),
+                    scales: scales16(multipliers, i),
+                }
             },
         )
     }
