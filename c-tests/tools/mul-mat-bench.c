@@ -10,6 +10,9 @@
 // when it loads a model: "CPU_REPACK" has the reference repack Q4_0, Q4_K, IQ4_NL, ... weights
 // into its interleaved layouts. Where the library has no such type the run stops with a
 // message (exit 3), so that no number is reported for a layout that was not used.
+// With MUL_MAT_BENCH_COPIES=C the graph holds C products, each with its own copy of the weights
+// (the same values): C copies larger than the last-level cache make every product stream its
+// weights from memory, as a model's layers do one after the other in generation.
 //
 // Prints the fastest of ITERS computes, in microseconds, on one line. Why the fastest: this
 // runs on shared virtual machines where a neighbour can double a single run; the minimum is the
@@ -140,23 +143,32 @@ int main(int argc, char ** argv) {
     ggml_backend_t backend = ggml_backend_cpu_init();
     ggml_backend_cpu_set_n_threads(backend, threads);
 
+    const char * copies_env = getenv("MUL_MAT_BENCH_COPIES");
+    const int copies = copies_env && atoi(copies_env) > 0 ? atoi(copies_env) : 1;
+
     // the weights in their own context and buffer, as a model's are
-    struct ggml_init_params wparams = { ggml_tensor_overhead(), NULL, true };
+    struct ggml_init_params wparams = { copies * ggml_tensor_overhead(), NULL, true };
     struct ggml_context * wctx = ggml_init(wparams);
-    struct ggml_tensor * w = ggml_new_tensor_2d(wctx, type, k, m);
+    struct ggml_tensor * ws[copies];
+    for (int c = 0; c < copies; ++c) {
+        ws[c] = ggml_new_tensor_2d(wctx, type, k, m);
+    }
     ggml_backend_buffer_t wbuf =
         ggml_backend_alloc_ctx_tensors_from_buft(wctx, weight_buffer_type(backend, getenv("MUL_MAT_BENCH_BUFT")));
-    void * wdata = malloc(ggml_nbytes(w));
-    make_weights(w, wdata, cache_dir);
-    ggml_backend_tensor_set(w, wdata, 0, ggml_nbytes(w));
+    void * wdata = malloc(ggml_nbytes(ws[0]));
+    make_weights(ws[0], wdata, cache_dir);
+    for (int c = 0; c < copies; ++c) {
+        ggml_backend_tensor_set(ws[c], wdata, 0, ggml_nbytes(ws[c]));
+    }
     free(wdata);
 
-    struct ggml_init_params params = { 4 * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
+    struct ggml_init_params params = { (2 + 2 * copies) * ggml_tensor_overhead() + ggml_graph_overhead(), NULL, true };
     struct ggml_context * ctx = ggml_init(params);
     struct ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, n);
-    struct ggml_tensor * y = ggml_mul_mat(ctx, w, x);
     struct ggml_cgraph * graph = ggml_new_graph(ctx);
-    ggml_build_forward_expand(graph, y);
+    for (int c = 0; c < copies; ++c) {
+        ggml_build_forward_expand(graph, ggml_mul_mat(ctx, ws[c], x));
+    }
     ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
     float * xs = malloc(sizeof(float) * k * n);
     for (int64_t i = 0; i < k * n; ++i) {
