@@ -915,6 +915,12 @@ macro_rules! int8_tiles {
 int8_tiles!(tiles_avx2, "avx2,fma,f16c", |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
 #[cfg(target_arch = "x86_64")]
 int8_tiles!(tiles_vnni, "avx2,fma,f16c,avxvnni", |a, b| _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b));
+#[cfg(target_arch = "x86_64")]
+int8_tiles!(tiles_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", |a, b| _mm256_dpbusd_epi32(
+    _mm256_setzero_si256(),
+    a,
+    b
+));
 
 /// The integer tiles of the best instruction set this processor has.
 #[cfg(target_arch = "x86_64")]
@@ -923,8 +929,16 @@ mod int8 {
 
     use crate::quants::half::Half;
 
-    fn has_vnni() -> bool {
-        crate::cpu::kernels::features::features().avx_vnni
+    /// `$tile($args)` of the tiles for this processor's `vpdpbusd` encoding, or of the AVX2
+    /// ones where it has none.
+    macro_rules! by_vnni {
+        ($tile:ident($($args:expr),*)) => {
+            match crate::cpu::kernels::features::features().vnni() {
+                crate::cpu::kernels::features::Vnni::Vex => super::tiles_vnni::$tile($($args),*),
+                crate::cpu::kernels::features::Vnni::Evex => super::tiles_vnni512::$tile($($args),*),
+                crate::cpu::kernels::features::Vnni::None => super::tiles_avx2::$tile($($args),*),
+            }
+        };
     }
 
     /// # Safety
@@ -934,14 +948,8 @@ mod int8 {
         x: impl Fn(usize, usize) -> (__m256i, Half),
         y: impl Fn(usize, usize) -> (__m256i, Half),
     ) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C; AVX-VNNI is checked.
-        unsafe {
-            if has_vnni() {
-                super::tiles_vnni::signed_tile(rows, x, y)
-            } else {
-                super::tiles_avx2::signed_tile(rows, x, y)
-            }
-        }
+        // SAFETY: the caller vouches for AVX2, FMA and F16C; the VNNI encoding is checked.
+        unsafe { by_vnni!(signed_tile(rows, x, y)) }
     }
 
     /// # Safety
@@ -953,13 +961,7 @@ mod int8 {
         y: impl Fn(usize, usize) -> (__m256i, Half),
     ) -> [[f32; C]; R] {
         // SAFETY: as above.
-        unsafe {
-            if has_vnni() {
-                super::tiles_vnni::offset_tile(rows, offset, x, y)
-            } else {
-                super::tiles_avx2::offset_tile(rows, offset, x, y)
-            }
-        }
+        unsafe { by_vnni!(offset_tile(rows, offset, x, y)) }
     }
 
     /// # Safety
@@ -970,13 +972,7 @@ mod int8 {
         y: impl Fn(usize, usize) -> (__m256i, Half, Half),
     ) -> [[f32; C]; R] {
         // SAFETY: as above.
-        unsafe {
-            if has_vnni() {
-                super::tiles_vnni::affine_tile(rows, x, y)
-            } else {
-                super::tiles_avx2::affine_tile(rows, x, y)
-            }
-        }
+        unsafe { by_vnni!(affine_tile(rows, x, y)) }
     }
 }
 
@@ -1278,15 +1274,15 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn vnni_and_avx2_tiles_agree_exactly() {
-        let f = crate::cpu::kernels::features::features();
-        if !(f.has_avx2_fma() && f.avx_vnni) {
+        use crate::cpu::kernels::features::{Vnni, features};
+        if features().vnni() == Vnni::None {
             return;
         }
         let xs: Vec<Vec<BlockQ4_1>> = (0..4).map(|r| quantized::<BlockQ4_1>(&values(128, 40 + r)).0).collect();
         let x8: Vec<Vec<BlockQ8_0>> = (0..4).map(|r| quantized::<BlockQ8_0>(&values(128, 50 + r)).0).collect();
         let ys: Vec<Vec<BlockQ8_1>> = (0..2).map(|c| q8_1(&values(128, 60 + c)).0).collect();
-        // SAFETY (whole block): AVX2, FMA, F16C and AVX-VNNI were checked above; indices stay
-        // inside the 4 blocks of each row.
+        // SAFETY (whole block): AVX2, FMA, F16C and a VNNI encoding were checked above (`int8`
+        // takes this processor's); indices stay inside the 4 blocks of each row.
         unsafe {
             let xu = |r: usize, b: usize| (avx2::nibbles(&xs[r][b].qs), xs[r][b].d, xs[r][b].m);
             let xq = |r: usize, b: usize| (avx2::load32(&x8[r][b].qs), x8[r][b].d);
@@ -1296,13 +1292,13 @@ mod tests {
             let (r4, r8): ([&[BlockQ4_1]; 4], [&[BlockQ8_0]; 4]) =
                 (std::array::from_fn(|r| &xs[r][..]), std::array::from_fn(|r| &x8[r][..]));
             let a = tiles_avx2::affine_tile::<_, 4, 2>(&r4, xu, y1);
-            let b = tiles_vnni::affine_tile::<_, 4, 2>(&r4, xu, y1);
+            let b = int8::affine_tile::<_, 4, 2>(&r4, xu, y1);
             assert_eq!(a, b);
             let a = tiles_avx2::signed_tile::<_, 4, 2>(&r8, xq, y0);
-            let b = tiles_vnni::signed_tile::<_, 4, 2>(&r8, xq, y0);
+            let b = int8::signed_tile::<_, 4, 2>(&r8, xq, y0);
             assert_eq!(a, b);
             let a = tiles_avx2::offset_tile::<_, 4, 2>(&r4, 8, xo, y0);
-            let b = tiles_vnni::offset_tile::<_, 4, 2>(&r4, 8, xo, y0);
+            let b = int8::offset_tile::<_, 4, 2>(&r4, 8, xo, y0);
             assert_eq!(a, b);
         }
     }

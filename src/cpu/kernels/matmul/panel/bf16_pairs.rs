@@ -15,7 +15,7 @@
 use std::arch::x86_64::*;
 
 use super::{Kind, PANEL_ROWS, transpose};
-use crate::cpu::kernels::features::{features, has_avx512};
+use crate::cpu::kernels::features::features;
 use crate::cpu::kernels::simd;
 use crate::quants::half::Bf16;
 
@@ -24,9 +24,9 @@ use crate::quants::half::Bf16;
 const TILE_COLS: usize = 12;
 
 /// Whether BF16 weights with rows of `n` values take this kind: the processor has AVX512-BF16
-/// besides the panels' AVX-512, and the rows split into pairs.
+/// (the panels' AVX-512 is checked by the route), and the rows split into pairs.
 pub(super) fn applies(n: i64) -> bool {
-    n % 2 == 0 && has_avx512() && features().avx512bf16
+    n % 2 == 0 && features().avx512bf16
 }
 
 /// The [`Kind`] of BF16 weights multiplied as bfloat16 pairs.
