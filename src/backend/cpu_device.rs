@@ -14,6 +14,7 @@ use super::interface::{
 };
 use super::registry::RegPtr;
 use crate::core::tensor::Tensor;
+use crate::cpu::repack;
 
 /// A registry or device defined as a `static`. C code receives mutable pointers to these (as
 /// to ggml's own statics), so the value sits in an `UnsafeCell`.
@@ -78,11 +79,21 @@ unsafe extern "C" fn reg_get_device(_reg: *mut Reg, index: usize) -> *mut Device
     CPU_DEVICE.0.get()
 }
 
-/// `ggml_backend_dev_get_extra_bufts_t` for the CPU device: ggml's CPU backend may add
-/// repacking or AMX buffer types; this build has none, so the list is just its terminator.
+/// `ggml_backend_dev_get_extra_bufts_t` for the CPU device: the NULL-terminated list of the
+/// buffer types whose weights it computes on besides host memory: "CPU_REPACK" where this
+/// processor runs the repacked product.
 unsafe extern "C" fn dev_get_extra_bufts(_dev: *mut Device) -> *mut *mut BufferType {
-    static NONE: Shared<[*mut BufferType; 1]> = Shared(UnsafeCell::new([std::ptr::null_mut()]));
-    NONE.0.get().cast()
+    struct List([*mut BufferType; 2]);
+    // SAFETY: the list is never written after it is made; the pointers are statics.
+    unsafe impl Send for List {}
+    // SAFETY: as above.
+    unsafe impl Sync for List {}
+    static LIST: LazyLock<List> = LazyLock::new(|| {
+        let repack = if repack::offered() { repack::buffer_type().as_ptr() } else { std::ptr::null_mut() };
+        List([repack, std::ptr::null_mut()])
+    });
+    // (callers read the list only, as ggml's own; the pointer is mutable in the C signature)
+    LIST.0.as_ptr().cast_mut()
 }
 
 /// The CPU registry's extra functions: those of ggml's that this build implements.
@@ -180,6 +191,11 @@ unsafe extern "C" fn dev_buffer_from_host_ptr(
 unsafe extern "C" fn dev_supports_op(_dev: *mut Device, op: *const Tensor) -> bool {
     // SAFETY: callers pass a live tensor (ggml_backend_dev_supports_op's contract).
     match unsafe { op.as_ref() } {
+        // an op on weights in an extra buffer type is that type's to accept
+        // SAFETY: an op's sources are null or live tensors.
+        Some(op) if op.src.iter().any(|&s| unsafe { s.as_ref() }.is_some_and(repack::in_repack_buffer)) => {
+            repack::supports_op(op)
+        }
         Some(op) => crate::cpu::kernels::supports_op(op),
         None => crate::ggml_abort!("NULL op passed to the CPU device's supports_op"),
     }
@@ -187,7 +203,7 @@ unsafe extern "C" fn dev_supports_op(_dev: *mut Device, op: *const Tensor) -> bo
 
 unsafe extern "C" fn dev_supports_buft(_dev: *mut Device, buft: *mut BufferType) -> bool {
     // SAFETY: callers pass a live buffer type.
-    unsafe { BufferTypePtr::from_raw(buft) }.is_some_and(|b| b.is_host())
+    unsafe { BufferTypePtr::from_raw(buft) }.is_some_and(|b| b.is_host() || b == repack::buffer_type())
 }
 
 #[cfg(test)]
@@ -228,5 +244,22 @@ mod tests {
         assert!(!reg.proc_address(c"ggml_backend_cpu_set_use_ref").is_null());
         assert!(!reg.proc_address(c"ggml_backend_dev_get_extra_bufts").is_null());
         assert!(reg.proc_address(c"ggml_backend_no_such_function").is_null());
+    }
+
+    #[test]
+    fn the_extra_buffer_types_are_the_repacked_one_where_it_runs() {
+        // SAFETY: the CPU device is a static; the list is NULL-terminated.
+        let extra = unsafe { dev_get_extra_bufts(CPU_DEVICE.0.get()) };
+        // SAFETY: as above.
+        let first = unsafe { *extra };
+        if repack::offered() {
+            assert_eq!(first, repack::buffer_type().as_ptr());
+            // SAFETY: as above: the list holds a terminator after the one type.
+            assert!(unsafe { *extra.add(1) }.is_null());
+        } else {
+            assert!(first.is_null());
+        }
+        // SAFETY: the device and the buffer type are statics.
+        assert!(unsafe { dev_supports_buft(CPU_DEVICE.0.get(), repack::buffer_type().as_ptr()) });
     }
 }

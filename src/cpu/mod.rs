@@ -15,3 +15,4 @@ pub use pool::{Team, Threadpool};
 pub mod api;
 pub mod backend;
 pub mod kernels;
+pub mod repack;

@@ -42,6 +42,7 @@ use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
 #[cfg(target_arch = "x86_64")]
 mod panel;
+mod repacked;
 
 /// Rows and columns of the result walked together inside a chunk (a cache block): a panel of
 /// weight rows per kernel call.
@@ -419,6 +420,9 @@ pub fn mul_mat_work_size(node: &Tensor, n_tasks: usize) -> usize {
     let (Some(src0), Some(src1)) = (unsafe { node.src[0].as_ref() }, unsafe { node.src[1].as_ref() }) else {
         return 0;
     };
+    if crate::cpu::repack::is_repacked(src0) {
+        return repacked::work_size(src1);
+    }
     #[cfg(target_arch = "x86_64")]
     let panels = if panel::applies(src0, src1) { panel::work_size(src0, src1, n_tasks) } else { 0 };
     #[cfg(not(target_arch = "x86_64"))]
@@ -461,6 +465,10 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
     crate::ggml_assert!(dst.type_ == Type::F32 && dst.nb[0] == 4, "mul_mat: the result must be F32 with packed rows");
 
     let (mut wdata, mut wsize) = scratch(params);
+    if crate::cpu::repack::is_repacked(&src0) {
+        repacked::mul_mat(params, &dst, &src0, &src1, wdata, wsize);
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     if use_simd(params) && panel::applies(&src0, &src1) && panel::mul_mat(params, &dst, &src0, &src1, wdata, wsize) {
         return;
@@ -828,7 +836,7 @@ fn typed_row(bytes: &[u8]) -> &[f32] {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::tests_support::placed;
     use super::*;
     use crate::backend::interface::Status;
@@ -844,7 +852,7 @@ mod tests {
 
     /// Fills a tensor, plain or contiguous and quantized, with random values; returns what it
     /// holds, as f64 in logical order.
-    fn fill(t: TensorPtr, rng: &mut Rng) -> Vec<f64> {
+    pub(super) fn fill(t: TensorPtr, rng: &mut Rng) -> Vec<f64> {
         if matches!(t.type_, Type::F32 | Type::F16 | Type::BF16) {
             return random(t, rng, -1.0, 1.0);
         }
@@ -864,7 +872,7 @@ mod tests {
     }
 
     /// Element `(i0, i1, i2, i3)` of an F32 tensor with any strides.
-    fn at(t: &Tensor, i: [i64; 4]) -> f64 {
+    pub(super) fn at(t: &Tensor, i: [i64; 4]) -> f64 {
         let off: usize = (0..4).map(|d| i[d] as usize * t.nb[d]).sum();
         // SAFETY: the index is inside the tensor.
         f64::from(unsafe { t.data.cast::<u8>().add(off).cast::<f32>().read_unaligned() })
@@ -902,7 +910,7 @@ mod tests {
         }
     }
 
-    fn run(c: &mut Context, node: TensorPtr, n_threads: i32, use_ref: bool) {
+    pub(super) fn run(c: &mut Context, node: TensorPtr, n_threads: i32, use_ref: bool) {
         let g = new_graph_custom(c, 16, false);
         g.get_mut().build_forward_expand(node);
         let mut p = plan(&g, n_threads, None, &Ops);
@@ -923,7 +931,7 @@ mod tests {
         assert_eq!(unsafe { compute(&g, &p, &kernel) }, Status::SUCCESS);
     }
 
-    fn all(t: &Tensor) -> Vec<[i64; 4]> {
+    pub(super) fn all(t: &Tensor) -> Vec<[i64; 4]> {
         let ne = t.ne;
         let mut v = Vec::new();
         for i3 in 0..ne[3] {

@@ -1,0 +1,142 @@
+//! Weights repacked at load time: the CPU device's extra buffer type "CPU_REPACK", as ggml's
+//! CPU backend has one. llama.cpp asks the device for its extra buffer types
+//! (`ggml_backend_dev_get_extra_bufts`) and puts each weight whose product the device accepts
+//! from them there; `set_tensor` then stores it in the interleaved [`layout`], which the
+//! matrix product reads in one stream (`kernels::matmul::repacked`).
+//!
+//! Only what the product computes is offered: MUL_MAT of 2-D Q4_0, IQ4_NL or MXFP4 weights of
+//! whole 16-row groups by F32 activations, on processors with the AVX-512 VNNI kernels.
+
+mod buffer;
+pub mod layout;
+
+use crate::backend::buffer::BufferTypePtr;
+use crate::backend::interface::Buffer;
+use crate::core::op::Op;
+use crate::core::tensor::Tensor;
+use crate::core::types::Type;
+
+/// The "CPU_REPACK" buffer type.
+pub fn buffer_type() -> BufferTypePtr {
+    buffer::REPACK_BUFFER_TYPE.handle()
+}
+
+/// Whether the CPU device offers the buffer type: the processor runs the repacked product.
+pub fn offered() -> bool {
+    cfg!(target_arch = "x86_64") && crate::cpu::kernels::features::has_avx512()
+}
+
+/// Whether `t` lies in a CPU_REPACK buffer (or a placeholder buffer of that type, as llama.cpp
+/// makes to ask what the device supports).
+pub fn in_repack_buffer(t: &Tensor) -> bool {
+    // SAFETY: a tensor's buffer is null or a live buffer.
+    unsafe { t.buffer.cast::<Buffer>().as_ref() }.is_some_and(|b| b.buft == buffer_type().as_ptr())
+}
+
+/// Whether `t` holds weights in the interleaved layout.
+pub fn is_repacked(t: &Tensor) -> bool {
+    in_repack_buffer(t) && buffer::stored_packed(t)
+}
+
+/// Whether the CPU backend computes `op`, one of whose sources lies in a CPU_REPACK buffer:
+/// a MUL_MAT of repacked 2-D weights by F32 activations in host memory.
+pub fn supports_op(op: &Tensor) -> bool {
+    // SAFETY: an op's sources are null or live tensors.
+    let (Some(src0), Some(src1)) = (unsafe { op.src[0].as_ref() }, unsafe { op.src[1].as_ref() }) else {
+        return false;
+    };
+    // SAFETY: as above; a tensor's buffer is null or a live buffer.
+    let host = |t: &Tensor| unsafe { t.buffer.cast::<Buffer>().as_ref() }.is_none_or(|b| {
+        // SAFETY: a live buffer's type is a live buffer type.
+        unsafe { BufferTypePtr::from_raw(b.buft) }.is_none_or(|buft| buft.is_host())
+    });
+    op.op == Op::MUL_MAT
+        && offered()
+        && is_repacked(src0)
+        && src0.ne[2] == 1
+        && src0.ne[3] == 1
+        && src1.type_ == Type::F32
+        && host(src1)
+        && op.type_ == Type::F32
+        && op.nb[0] == 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::buffer::{tensor_get, tensor_memset, tensor_set};
+    use crate::backend::tallocr::alloc_ctx_tensors;
+    use crate::core::context::{Context, InitParams};
+    use crate::core::ops::matmul::mul_mat;
+
+    fn no_alloc_ctx() -> Box<Context> {
+        Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true })
+    }
+
+    fn bytes(n: usize, seed: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 31 + seed + i / 97) as u8).collect()
+    }
+
+    #[test]
+    fn tensors_read_back_what_was_written_whatever_the_range() {
+        let mut c = no_alloc_ctx();
+        let w = c.new_tensor(Type::IQ4_NL, &[64, 48, 1, 1]);
+        let other = c.new_tensor(Type::Q8_0, &[64, 48, 1, 1]);
+        let buffer = alloc_ctx_tensors(&c, buffer_type()).expect("a CPU_REPACK buffer");
+        assert_eq!(buffer.buft().name_lossy(), "CPU_REPACK");
+        assert!(!buffer.is_host());
+        assert!(is_repacked(&w) && in_repack_buffer(&other) && !is_repacked(&other));
+
+        let size = w.nbytes();
+        let data = bytes(size, 1);
+        tensor_set(w, &data, 0);
+        // SAFETY: the tensor's bytes in the buffer's host memory.
+        let stored = unsafe { std::slice::from_raw_parts(w.data.cast::<u8>(), size) };
+        assert_ne!(stored, &data[..], "the weights are stored interleaved");
+        let mut back = vec![0u8; size];
+        tensor_get(w, &mut back, 0);
+        assert_eq!(back, data);
+
+        // ranges that cut groups, blocks and scales
+        let patch = bytes(1000, 7);
+        tensor_set(w, &patch, 333);
+        let mut want = data.clone();
+        want[333..1333].copy_from_slice(&patch);
+        tensor_memset(w, 0xA5, 1500, 77);
+        want[1500..1577].fill(0xA5);
+        let mut part = vec![0u8; 500];
+        tensor_get(w, &mut part, 1200);
+        assert_eq!(part, want[1200..1700]);
+        tensor_get(w, &mut back, 0);
+        assert_eq!(back, want);
+
+        // a tensor the layout does not take is stored as written
+        let plain = bytes(other.nbytes(), 3);
+        tensor_set(other, &plain, 0);
+        // SAFETY: as above.
+        assert_eq!(unsafe { std::slice::from_raw_parts(other.data.cast::<u8>(), plain.len()) }, &plain[..]);
+        buffer.free();
+    }
+
+    #[test]
+    fn the_device_takes_products_of_repacked_weights_only() {
+        let mut c = no_alloc_ctx();
+        let w = c.new_tensor(Type::Q4_0, &[64, 32, 1, 1]);
+        let x = c.new_tensor(Type::F32, &[64, 5, 1, 1]);
+        let y = mul_mat(&mut c, w, x);
+        let odd = c.new_tensor(Type::Q4_0, &[64, 24, 1, 1]);
+        let y_odd = mul_mat(&mut c, odd, x);
+        let placeholder = buffer_type().alloc_buffer(0).expect("a placeholder buffer");
+        for t in [w, odd] {
+            t.get_mut().buffer = placeholder.as_ptr().cast();
+        }
+        assert_eq!(supports_op(&y), offered());
+        assert!(!supports_op(&y_odd), "24 rows are not whole groups");
+        let scaled = crate::core::ops::elementwise::scale(&mut c, w, 2.0);
+        assert!(!supports_op(&scaled));
+        for t in [w, odd] {
+            t.get_mut().buffer = std::ptr::null_mut();
+        }
+        placeholder.free();
+    }
+}
