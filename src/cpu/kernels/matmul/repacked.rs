@@ -17,7 +17,7 @@ use std::arch::x86_64::*;
 use super::{ColumnIndex, ComputeParams, Tensor, ceil_div, share_rows, span, use_simd};
 use crate::core::types::Type;
 use crate::cpu::plan::CACHE_LINE_SIZE;
-use crate::cpu::repack::layout::GROUP_ROWS;
+use crate::cpu::repack::layout::{self, GROUP_ROWS, Parts};
 use crate::quants::fp4::{E2M1_DOUBLED, e8m0_to_f32_half};
 use crate::quants::half::Half;
 use crate::quants::iq4::LEVELS as IQ4_NL_LEVELS;
@@ -32,30 +32,77 @@ const TASK_COLS: i64 = 64;
 
 /// A weight format of the layout, as the product reads it.
 trait Format {
-    /// Bytes of a block's scale.
-    const SCALE: usize;
+    /// The parts of a block (the layout's [`Parts`] of the type).
+    const PARTS: Parts;
     /// What is added to a level to make it an unsigned byte.
     const BIAS: i32;
     /// The unsigned bytes of the 16 nibble values, when they are not the nibbles themselves.
-    const TABLE: Option<[i8; 16]>;
+    const TABLE: Option<[i8; 16]> = None;
 
-    /// The scale of a block from its stored bytes (for the levels as [`Format::level`] gives
-    /// them).
-    fn scale(bytes: &[u8]) -> f32;
+    /// The scale of a block from its stored bytes (for the levels as [`level`] gives them).
+    fn scale(bytes: &[u8]) -> f32 {
+        f16_scale(bytes)
+    }
 
     /// The sixteen rows' scales of a group block, whose scales start at `at`.
     ///
     /// # Safety
     /// AVX-512; `at` holds sixteen scales.
     #[cfg(target_arch = "x86_64")]
-    unsafe fn scales(at: *const u8) -> __m512;
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn scales(at: *const u8) -> __m512 {
+        // SAFETY: the caller's contract: 16 F16 scales at `at`.
+        _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(at.cast()) })
+    }
+}
 
-    /// The signed level of a nibble.
-    fn level(nibble: u8) -> i32 {
-        match Self::TABLE {
-            Some(t) => i32::from(t[usize::from(nibble)] as u8) - Self::BIAS,
-            None => i32::from(nibble) - Self::BIAS,
-        }
+/// Whether `F` stores its quants as nibbles (else as bytes).
+const fn nibbles<F: Format>() -> bool {
+    F::PARTS.qs == QK / 2
+}
+
+/// The signed level of value `i` of a block whose quant bytes are `qs`.
+fn level<F: Format>(qs: &[u8], i: usize) -> i32 {
+    if !nibbles::<F>() {
+        return i32::from(qs[i] as i8);
+    }
+    let nibble = if i < QK / 2 { qs[i] & 15 } else { qs[i - QK / 2] >> 4 };
+    match F::TABLE {
+        Some(t) => i32::from(t[usize::from(nibble)] as u8) - F::BIAS,
+        None => i32::from(nibble) - F::BIAS,
+    }
+}
+
+/// Where in a block the activations of register pair `j` of [`values`] start.
+const fn offsets<F: Format>(j: usize) -> (usize, usize) {
+    if nibbles::<F>() { (4 * j, QK / 2 + 4 * j) } else { (8 * j, 8 * j + 4) }
+}
+
+/// The unsigned values of register pair `j` (0..4) of a group block's quants at `qs`: for the
+/// nibble formats the low and high nibbles of chunk `j` (looked up in `table` if there is
+/// one), for bytes chunks `2j` and `2j + 1`.
+///
+/// # Safety
+/// AVX-512; `qs` holds the group block's quants.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn values<F: Format>(qs: *const u8, j: usize, table: Option<__m512i>) -> (__m512i, __m512i) {
+    if !nibbles::<F>() {
+        // the signed bytes plus 128
+        let flip = _mm512_set1_epi8(i8::MIN);
+        // SAFETY: chunks 2j and 2j + 1 of the caller's quants.
+        let (lo, hi) = unsafe { (_mm512_loadu_si512(qs.add(128 * j).cast()), _mm512_loadu_si512(qs.add(128 * j + 64).cast())) };
+        return (_mm512_xor_si512(lo, flip), _mm512_xor_si512(hi, flip));
+    }
+    let low = _mm512_set1_epi8(0x0f);
+    // SAFETY: chunk j of the caller's quants.
+    let w = unsafe { _mm512_loadu_si512(qs.add(64 * j).cast()) };
+    let (lo, hi) = (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16::<4>(w), low));
+    match table {
+        Some(t) => (_mm512_shuffle_epi8(t, lo), _mm512_shuffle_epi8(t, hi)),
+        None => (lo, hi),
     }
 }
 
@@ -71,15 +118,6 @@ const fn offset_by_128(levels: [i8; 16]) -> [i8; 16] {
     t
 }
 
-/// F16 scales: sixteen of them convert in one instruction.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-unsafe fn f16_scales(at: *const u8) -> __m512 {
-    // SAFETY: the caller's contract: 32 bytes at `at`.
-    _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(at.cast()) })
-}
-
 fn f16_scale(bytes: &[u8]) -> f32 {
     Half::from_bits(u16::from_le_bytes([bytes[0], bytes[1]])).to_f32()
 }
@@ -87,41 +125,34 @@ fn f16_scale(bytes: &[u8]) -> f32 {
 struct Q4_0;
 struct Iq4Nl;
 struct Mxfp4;
+struct Q8_0;
+
+/// The layout's parts of `ty`, at compile time.
+const fn parts_of(ty: Type) -> Parts {
+    match layout::parts(ty) {
+        Some(parts) => parts,
+        None => panic!("a format without a repacked layout"),
+    }
+}
 
 impl Format for Q4_0 {
-    const SCALE: usize = 2;
+    const PARTS: Parts = parts_of(Type::Q4_0);
     const BIAS: i32 = 8;
-    const TABLE: Option<[i8; 16]> = None;
-
-    fn scale(bytes: &[u8]) -> f32 {
-        f16_scale(bytes)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn scales(at: *const u8) -> __m512 {
-        // SAFETY: the caller's contract.
-        unsafe { f16_scales(at) }
-    }
 }
 
 impl Format for Iq4Nl {
-    const SCALE: usize = 2;
+    const PARTS: Parts = parts_of(Type::IQ4_NL);
     const BIAS: i32 = 128;
     const TABLE: Option<[i8; 16]> = Some(offset_by_128(IQ4_NL_LEVELS));
+}
 
-    fn scale(bytes: &[u8]) -> f32 {
-        f16_scale(bytes)
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn scales(at: *const u8) -> __m512 {
-        // SAFETY: the caller's contract.
-        unsafe { f16_scales(at) }
-    }
+impl Format for Q8_0 {
+    const PARTS: Parts = parts_of(Type::Q8_0);
+    const BIAS: i32 = 128;
 }
 
 impl Format for Mxfp4 {
-    const SCALE: usize = 1;
+    const PARTS: Parts = parts_of(Type::MXFP4);
     const BIAS: i32 = 128;
     // the E2M1 values doubled: integers, scaled by half the E8M0 scale
     const TABLE: Option<[i8; 16]> = Some(offset_by_128(E2M1_DOUBLED));
@@ -151,6 +182,7 @@ macro_rules! with_format {
             Type::Q4_0 => $f::<Q4_0>($($args),*),
             Type::IQ4_NL => $f::<Iq4Nl>($($args),*),
             Type::MXFP4 => $f::<Mxfp4>($($args),*),
+            Type::Q8_0 => $f::<Q8_0>($($args),*),
             other => crate::ggml_abort!("mul_mat: {} weights have no repacked layout", other.name()),
         }
     };
@@ -299,7 +331,7 @@ type Column = (ActRow, *mut f32);
 /// `group` holds a group of `nb` blocks in `F`'s layout; each column's activations hold `nb`
 /// blocks and its destination 16 floats.
 unsafe fn tile_scalar<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
-    let (scale, block) = (F::SCALE, GROUP_ROWS * (F::SCALE + QK / 2));
+    let (head, block) = (F::PARTS.head(), GROUP_ROWS * F::PARTS.block());
     // SAFETY: the caller's contract.
     let bytes = unsafe { std::slice::from_raw_parts(group, nb * block) };
     for &(act, out) in cols {
@@ -308,13 +340,13 @@ unsafe fn tile_scalar<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
             // SAFETY: block b < nb of the column.
             let (levels, d) = unsafe { (std::slice::from_raw_parts(act.levels.add(b * QK), QK), *act.scales.add(b)) };
             for (r, sum) in sums.iter_mut().enumerate() {
-                let qs = |i: usize| blk[GROUP_ROWS * scale + (i / 4 * GROUP_ROWS + r) * 4 + i % 4];
-                let dot: i32 = (0..QK / 2)
-                    .map(|i| {
-                        F::level(qs(i) & 15) * i32::from(levels[i]) + F::level(qs(i) >> 4) * i32::from(levels[i + 16])
-                    })
-                    .sum();
-                *sum += dot as f32 * (F::scale(&blk[r * scale..]) * d);
+                // the row's quant bytes, gathered from the chunks
+                let mut qs = [0u8; QK];
+                for (t, q) in qs[..F::PARTS.qs].iter_mut().enumerate() {
+                    *q = blk[GROUP_ROWS * head + (t / 4 * GROUP_ROWS + r) * 4 + t % 4];
+                }
+                let dot: i32 = (0..QK).map(|i| level::<F>(&qs, i) * i32::from(levels[i])).sum();
+                *sum += dot as f32 * (F::scale(&blk[r * F::PARTS.fields[0]..]) * d);
             }
         }
         // SAFETY: the destination holds 16 floats (the caller's contract).
@@ -359,8 +391,7 @@ unsafe fn tile_avx512<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 unsafe fn group_sums<F: Format, const C: usize>(group: *const u8, nb: usize, acts: [ActRow; C]) -> [__m512; C] {
-    let (scale, block) = (F::SCALE, GROUP_ROWS * (F::SCALE + QK / 2));
-    let low = _mm512_set1_epi8(0x0f);
+    let (head, block) = (F::PARTS.head(), GROUP_ROWS * F::PARTS.block());
     // SAFETY: the table holds 16 bytes.
     let table = F::TABLE.map(|t| _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(t.as_ptr().cast()) }));
     let mut acc = [_mm512_setzero_ps(); C];
@@ -369,19 +400,15 @@ unsafe fn group_sums<F: Format, const C: usize>(group: *const u8, nb: usize, act
         unsafe {
             let base = group.add(b * block);
             let d = F::scales(base);
-            let qs = base.add(GROUP_ROWS * scale);
+            let qs = base.add(GROUP_ROWS * head);
             let mut sums: [__m512i; C] = std::array::from_fn(|c| _mm512_set1_epi32(-F::BIAS * *acts[c].sums.add(b)));
             for j in 0..4 {
-                let w = _mm512_loadu_si512(qs.add(64 * j).cast());
-                let mut lo = _mm512_and_si512(w, low);
-                let mut hi = _mm512_and_si512(_mm512_srli_epi16::<4>(w), low);
-                if let Some(t) = table {
-                    (lo, hi) = (_mm512_shuffle_epi8(t, lo), _mm512_shuffle_epi8(t, hi));
-                }
+                let (lo, hi) = values::<F>(qs, j, table);
+                let (lo_at, hi_at) = offsets::<F>(j);
                 for c in 0..C {
                     let a = acts[c].levels.add(b * QK);
-                    let a_lo = _mm512_set1_epi32(a.add(4 * j).cast::<i32>().read_unaligned());
-                    let a_hi = _mm512_set1_epi32(a.add(16 + 4 * j).cast::<i32>().read_unaligned());
+                    let a_lo = _mm512_set1_epi32(a.add(lo_at).cast::<i32>().read_unaligned());
+                    let a_hi = _mm512_set1_epi32(a.add(hi_at).cast::<i32>().read_unaligned());
                     sums[c] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sums[c], lo, a_lo), hi, a_hi);
                 }
             }
@@ -401,7 +428,7 @@ mod tests {
     use crate::core::ops::matmul as ops;
     use crate::core::tensor::TensorPtr;
     use crate::cpu::kernels::testing::{Rng, ctx, nmse};
-    use crate::cpu::repack::{self, layout};
+    use crate::cpu::repack;
 
     /// The product of `ty` weights [k, m] by F32 activations [k, n, 2], plain and repacked, on
     /// `threads` threads; returns both.
@@ -434,7 +461,7 @@ mod tests {
 
     #[test]
     fn repacked_products_equal_the_plain_ones() {
-        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4] {
+        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4, Type::Q8_0] {
             // one and several groups; one column, a partial tile, several tiles and tasks
             for (k, m, n) in [(32, 16, 1), (96, 32, 3), (256, 48, 9), (64, 16, 70)] {
                 for (threads, use_ref) in [(1, false), (3, false), (2, true)] {
@@ -447,13 +474,15 @@ mod tests {
     }
 
     #[test]
-    fn formats_agree_with_the_layout() {
-        for (ty, scale) in [(Type::Q4_0, Q4_0::SCALE), (Type::IQ4_NL, Iq4Nl::SCALE), (Type::MXFP4, Mxfp4::SCALE)] {
-            assert_eq!(layout::scale_bytes(ty), Some(scale), "{}", ty.name());
-        }
-        assert_eq!((0..16).map(Iq4Nl::level).collect::<Vec<_>>(), IQ4_NL_LEVELS.map(i32::from));
-        assert_eq!((0..16).map(Mxfp4::level).collect::<Vec<_>>(), E2M1_DOUBLED.map(i32::from));
-        assert_eq!((0..16).map(Q4_0::level).collect::<Vec<_>>(), (-8..8).collect::<Vec<_>>());
+    fn levels_follow_each_format() {
+        // every nibble, low then high
+        let qs: [u8; 16] = std::array::from_fn(|i| (i as u8) | ((15 - i as u8) << 4));
+        let low = |f: fn(&[u8], usize) -> i32| (0..16).map(|i| f(&qs, i)).collect::<Vec<_>>();
+        assert_eq!(low(level::<Iq4Nl>), IQ4_NL_LEVELS.map(i32::from));
+        assert_eq!(low(level::<Mxfp4>), E2M1_DOUBLED.map(i32::from));
+        assert_eq!(low(level::<Q4_0>), (-8..8).collect::<Vec<_>>());
+        assert_eq!(level::<Q4_0>(&qs, 16), 15 - 8);
+        assert_eq!(level::<Q8_0>(&[0x80; 32], 31), -128);
     }
 
     #[test]
