@@ -421,7 +421,7 @@ pub fn mul_mat_work_size(node: &Tensor, n_tasks: usize) -> usize {
         return 0;
     };
     if crate::cpu::repack::is_repacked(src0) {
-        return repacked::work_size(src1);
+        return repacked::work_size(src0, src1);
     }
     #[cfg(target_arch = "x86_64")]
     let panels = if panel::applies(src0, src1) { panel::work_size(src0, src1, n_tasks) } else { 0 };

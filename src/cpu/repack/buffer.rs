@@ -85,7 +85,13 @@ fn edit_plain(t: &Tensor, offset: usize, size: usize, write: bool, edit: impl Fn
     }
 }
 
-unsafe extern "C" fn set_tensor(_buffer: *mut Buffer, tensor: *mut Tensor, data: *const c_void, offset: usize, size: usize) {
+unsafe extern "C" fn set_tensor(
+    _buffer: *mut Buffer,
+    tensor: *mut Tensor,
+    data: *const c_void,
+    offset: usize,
+    size: usize,
+) {
     let t = tensor_ref(tensor);
     // SAFETY: `data` holds `size` readable bytes (the caller's contract).
     let src = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
@@ -103,7 +109,13 @@ unsafe extern "C" fn set_tensor(_buffer: *mut Buffer, tensor: *mut Tensor, data:
     }
 }
 
-unsafe extern "C" fn get_tensor(_buffer: *mut Buffer, tensor: *const Tensor, data: *mut c_void, offset: usize, size: usize) {
+unsafe extern "C" fn get_tensor(
+    _buffer: *mut Buffer,
+    tensor: *const Tensor,
+    data: *mut c_void,
+    offset: usize,
+    size: usize,
+) {
     let t = tensor_ref(tensor);
     // SAFETY: `data` holds `size` writable bytes (the caller's contract).
     let dst = unsafe { std::slice::from_raw_parts_mut(data.cast::<u8>(), size) };

@@ -1,69 +1,110 @@
 //! The interleaved layout of weights in the CPU_REPACK buffer type.
 //!
-//! The formats here are 32-value blocks of a few fields (scales, high bits) followed by their
-//! quants: Q4_0, IQ4_NL and MXFP4 (a scale, 16 bytes of nibbles) and Q8_0 (a scale, 32 bytes).
-//! A matrix's rows are taken sixteen at a time, a *group*; a group keeps the bytes of its
-//! sixteen rows, and within it block `b` of all sixteen rows lies together, each field of the
-//! sixteen rows in turn, then the quants in chunks of four bytes:
+//! A block of a format here is a few fields (scales, quants, high bits); the formats are the
+//! 32-value blocks Q4_0, IQ4_NL, MXFP4 (a scale and 16 bytes of nibbles) and Q8_0 (a scale
+//! and 32 bytes), and the super-block Q6_K. A matrix's rows are taken sixteen at a time, a
+//! *group*; a group keeps the bytes of its sixteen rows, and within it block `b` of all sixteen
+//! rows lies together, field by field, each field in *units* of a few bytes taken from the
+//! sixteen rows in turn:
 //!
 //! ```text
-//! group block b:  field 0 of row 0 .. field 0 of row 15         (16 · its size)
-//!                 (any further field, likewise)
-//!                 qs[0..4] of row 0, qs[0..4] of row 1, ..      (64 bytes: chunk 0)
-//!                 qs[4..8] of row 0, ..                         (chunk 1, and so on)
+//! Q4_0, group block b:  d of row 0 .. d of row 15                 (unit 2: 32 bytes)
+//!                       qs[0..4] of row 0, qs[0..4] of row 1, ..   (unit 4: 64 bytes, chunk 0)
+//!                       qs[4..8] of row 0, ..                      (chunk 1, and so on)
 //! ```
 //!
-//! A chunk is one 512-bit register holding four quant bytes of each of the sixteen rows, one
-//! row per 32-bit lane (for the nibble formats, values `4j..4j+4` in the low nibbles of chunk
-//! `j` and `16+4j..16+4j+4` in the high ones). A product against one activation row broadcasts
-//! the matching four activation bytes and gets the sixteen rows' partial sums in the lanes
-//! where they belong, with no transposing at run time; and the weights of a generation step
-//! stream from memory as one sequence of addresses, which the hardware prefetcher follows
-//! (sixteen rows read side by side in their plain layout are sixteen streams). Packing is a
-//! permutation of bytes, so a group takes the bytes the plain rows took, and a byte pattern
-//! filled into a tensor reads back the same either way.
+//! A chunk of four quant bytes of each of the sixteen rows is one 512-bit register, one row
+//! per 32-bit lane (for the nibble formats, values `4j..4j+4` in the low nibbles of chunk `j`
+//! and `16+4j..16+4j+4` in the high ones). A product against one activation row broadcasts the
+//! matching four activation bytes and gets the sixteen rows' partial sums in the lanes where
+//! they belong, with no transposing at run time; and the weights of a generation step stream
+//! from memory as one sequence of addresses, which the hardware prefetcher follows (sixteen
+//! rows read side by side in their plain layout are sixteen streams). Packing is a permutation
+//! of bytes, so a group takes the bytes the plain rows took, and a byte pattern filled into a
+//! tensor reads back the same either way.
 
 use crate::core::types::Type;
 
 /// Rows per group.
 pub const GROUP_ROWS: usize = 16;
-/// Values per block.
-const QK: usize = 32;
-/// Quant bytes per chunk of one row.
-const CHUNK: usize = 4;
 
-/// A block of a format the layout takes: the sizes of its fields before the quants, and the
-/// quants' bytes.
+/// A run of a block's bytes (a field, or part of one): `size` bytes from byte `at` of the
+/// plain block, taken `unit` at a time from each of the group's rows in turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub at: usize,
+    pub size: usize,
+    pub unit: usize,
+}
+
+/// A block of a format the layout takes: its runs, in the order the product reads them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Parts {
-    pub fields: &'static [usize],
-    pub qs: usize,
+    pub runs: &'static [Run],
+    /// Values per block.
+    pub values: usize,
 }
 
 impl Parts {
-    /// Bytes before the quants.
-    pub const fn head(&self) -> usize {
+    /// Where run `i` starts in a group block.
+    pub const fn packed(&self, i: usize) -> usize {
         let mut sum = 0;
-        let mut i = 0;
-        while i < self.fields.len() {
-            sum += self.fields[i];
-            i += 1;
+        let mut k = 0;
+        while k < i {
+            sum += self.runs[k].size;
+            k += 1;
         }
-        sum
+        GROUP_ROWS * sum
     }
 
     /// Bytes of a block.
     pub const fn block(&self) -> usize {
-        self.head() + self.qs
+        self.packed(self.runs.len()) / GROUP_ROWS
+    }
+
+    /// Where byte `t` of row `r`'s block lies in a group block.
+    pub fn position(&self, t: usize, r: usize) -> usize {
+        let (i, run) =
+            self.runs.iter().enumerate().find(|(_, run)| (run.at..run.at + run.size).contains(&t)).unwrap_or_else(
+                || crate::ggml_abort!("CPU_REPACK: byte {} lies in no run of a {}-byte block", t, self.block()),
+            );
+        let within = t - run.at;
+        self.packed(i) + (within / run.unit * GROUP_ROWS + r) * run.unit + within % run.unit
     }
 }
 
+/// Q6_K's runs, in the order of its product: for each half of the block and each `q` of 8,
+/// low-bits chunks `q` and `q + 8` (values `4q..` and `32+4q..`, and 64 on in their high
+/// nibbles) and the high-bits chunk they share; then the sixteen 8-bit scales, one byte at a
+/// time (a register's worth per sub-block), and `d`.
+const Q6_K_RUNS: [Run; 50] = {
+    let mut runs = [Run { at: 0, size: 0, unit: 0 }; 50];
+    let mut i = 0;
+    while i < 16 {
+        let (half, q) = (i / 8, i % 8);
+        runs[3 * i] = Run { at: 64 * half + 4 * q, size: 4, unit: 4 };
+        runs[3 * i + 1] = Run { at: 64 * half + 32 + 4 * q, size: 4, unit: 4 };
+        runs[3 * i + 2] = Run { at: 128 + 32 * half + 4 * q, size: 4, unit: 4 };
+        i += 1;
+    }
+    runs[48] = Run { at: 192, size: 16, unit: 1 };
+    runs[49] = Run { at: 208, size: 2, unit: 2 };
+    runs
+};
+
 /// The parts of a block of `ty`, for the formats the layout takes.
 pub const fn parts(ty: Type) -> Option<Parts> {
+    // the scale, then the quants in chunks of four bytes
+    const NIBBLES: Run = Run { at: 2, size: 16, unit: 4 };
     match ty {
-        Type::Q4_0 | Type::IQ4_NL => Some(Parts { fields: &[2], qs: 16 }),
-        Type::MXFP4 => Some(Parts { fields: &[1], qs: 16 }),
-        Type::Q8_0 => Some(Parts { fields: &[2], qs: 32 }),
+        Type::Q4_0 | Type::IQ4_NL => Some(Parts { runs: &[Run { at: 0, size: 2, unit: 2 }, NIBBLES], values: 32 }),
+        Type::MXFP4 => {
+            Some(Parts { runs: &[Run { at: 0, size: 1, unit: 1 }, Run { at: 1, size: 16, unit: 4 }], values: 32 })
+        }
+        Type::Q8_0 => {
+            Some(Parts { runs: &[Run { at: 0, size: 2, unit: 2 }, Run { at: 2, size: 32, unit: 4 }], values: 32 })
+        }
+        Type::Q6_K => Some(Parts { runs: &Q6_K_RUNS, values: 256 }),
         _ => None,
     }
 }
@@ -71,33 +112,27 @@ pub const fn parts(ty: Type) -> Option<Parts> {
 /// Whether weights of type `ty` and `ne` can live in the layout: a format it takes, and whole
 /// groups of rows.
 pub fn takes(ty: Type, ne: [i64; 4]) -> bool {
-    parts(ty).is_some() && ne[0] % QK as i64 == 0 && ne[1] % GROUP_ROWS as i64 == 0
+    parts(ty).is_some_and(|p| ne[0] % p.values as i64 == 0) && ne[1] % GROUP_ROWS as i64 == 0
 }
 
-/// Where the bytes of a group go: `(plain, packed, len)` for every run of bytes of a group of
-/// rows of `nb` blocks, plain row `r` at `r · row_size`.
+/// Where the bytes of a group go: `(plain, packed, len)` for every unit of a group of rows of
+/// `nb` blocks, plain row `r` at `r · row_size`.
 fn moves(parts: Parts, nb: usize) -> impl Iterator<Item = (usize, usize, usize)> {
     let block = parts.block();
     let row_size = nb * block;
     (0..nb).flat_map(move |b| {
-        let group_block = b * GROUP_ROWS * block;
-        let fields = (0..parts.fields.len()).flat_map(move |f| {
-            let before: usize = parts.fields[..f].iter().sum();
-            let size = parts.fields[f];
-            (0..GROUP_ROWS)
-                .map(move |r| (r * row_size + b * block + before, group_block + GROUP_ROWS * before + r * size, size))
-        });
-        let chunks = (0..parts.qs / CHUNK).flat_map(move |j| {
-            (0..GROUP_ROWS).map(move |r| {
-                let plain = r * row_size + b * block + parts.head() + j * CHUNK;
-                (plain, group_block + GROUP_ROWS * parts.head() + (j * GROUP_ROWS + r) * CHUNK, CHUNK)
+        (0..parts.runs.len()).flat_map(move |i| {
+            let Run { at, size, unit } = parts.runs[i];
+            let (plain, packed) = (b * block + at, b * block * GROUP_ROWS + parts.packed(i));
+            (0..size / unit).flat_map(move |c| {
+                (0..GROUP_ROWS)
+                    .map(move |r| (r * row_size + plain + c * unit, packed + (c * GROUP_ROWS + r) * unit, unit))
             })
-        });
-        fields.chain(chunks)
+        })
     })
 }
 
-/// Copies `len` bytes (a field or a chunk: small) from `from` to `to`.
+/// Copies a run (a field's unit: a few bytes) from `from` to `to`.
 #[inline(always)]
 fn copy_run(from: &[u8], to: &mut [u8]) {
     // fixed sizes, so that no run costs a call to memcpy
@@ -117,7 +152,12 @@ pub fn pack(ty: Type, row_size: usize, plain: &[u8], packed: &mut [u8]) {
 
 /// Unpacks whole groups from `packed` into plain rows of `ty` in `plain`.
 pub fn unpack(ty: Type, row_size: usize, packed: &[u8], plain: &mut [u8]) {
-    crate::ggml_assert!(plain.len() == packed.len(), "CPU_REPACK: unpacking {} bytes into {}", packed.len(), plain.len());
+    crate::ggml_assert!(
+        plain.len() == packed.len(),
+        "CPU_REPACK: unpacking {} bytes into {}",
+        packed.len(),
+        plain.len()
+    );
     permute(ty, row_size, packed.len(), |p, q, len| copy_run(&packed[q..q + len], &mut plain[p..p + len]));
 }
 
@@ -127,7 +167,11 @@ fn permute(ty: Type, row_size: usize, size: usize, mut copy: impl FnMut(usize, u
         crate::ggml_abort!("CPU_REPACK: {} weights have no repacked layout", ty.name())
     };
     let group = GROUP_ROWS * row_size;
-    crate::ggml_assert!(row_size.is_multiple_of(parts.block()), "CPU_REPACK: rows of {} bytes are not whole blocks", row_size);
+    crate::ggml_assert!(
+        row_size.is_multiple_of(parts.block()),
+        "CPU_REPACK: rows of {} bytes are not whole blocks",
+        row_size
+    );
     crate::ggml_assert!(size.is_multiple_of(group), "CPU_REPACK: {} bytes are not whole groups of 16 rows", size);
     let nb = row_size / parts.block();
     for base in (0..size).step_by(group) {
@@ -147,8 +191,8 @@ mod tests {
 
     #[test]
     fn packing_is_a_permutation_undone_by_unpacking() {
-        for (ty, nb) in [(Type::Q4_0, 3), (Type::IQ4_NL, 1), (Type::MXFP4, 4), (Type::Q8_0, 2)] {
-            let row_size = ty.row_size((nb * QK) as i64);
+        for (ty, nb) in [(Type::Q4_0, 3), (Type::IQ4_NL, 1), (Type::MXFP4, 4), (Type::Q8_0, 2), (Type::Q6_K, 2)] {
+            let row_size = ty.row_size(nb * ty.blck_size());
             let plain = bytes(2 * GROUP_ROWS * row_size);
             let mut packed = vec![0; plain.len()];
             pack(ty, row_size, &plain, &mut packed);
@@ -159,6 +203,27 @@ mod tests {
             let mut back = vec![0; plain.len()];
             unpack(ty, row_size, &packed, &mut back);
             assert_eq!(back, plain, "{}", ty.name());
+        }
+    }
+
+    #[test]
+    fn every_byte_of_a_group_moves_once() {
+        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4, Type::Q8_0, Type::Q6_K] {
+            let parts = parts(ty).expect("a layout");
+            let size = 2 * GROUP_ROWS * parts.block();
+            let (mut plain, mut packed) = (vec![0u8; size], vec![0u8; size]);
+            for (p, q, len) in moves(parts, 2) {
+                plain[p..p + len].iter_mut().for_each(|x| *x += 1);
+                packed[q..q + len].iter_mut().for_each(|x| *x += 1);
+            }
+            assert!(plain.iter().chain(&packed).all(|&x| x == 1), "{}", ty.name());
+            // and `position` finds each byte where `moves` puts it
+            for (p, q, len) in moves(parts, 1) {
+                for k in 0..len {
+                    let (r, t) = ((p + k) / parts.block(), (p + k) % parts.block());
+                    assert_eq!(parts.position(t, r), q + k, "{} row {r} byte {t}", ty.name());
+                }
+            }
         }
     }
 

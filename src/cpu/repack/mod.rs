@@ -4,7 +4,7 @@
 //! from them there; `set_tensor` then stores it in the interleaved [`layout`], which the
 //! matrix product reads in one stream (`kernels::matmul::repacked`).
 //!
-//! Only what the product computes is offered: MUL_MAT of 2-D Q4_0, IQ4_NL, MXFP4 or Q8_0 weights of
+//! Only what the product computes is offered: MUL_MAT of 2-D Q4_0, IQ4_NL, MXFP4, Q8_0 or Q6_K weights of
 //! whole 16-row groups by F32 activations, on processors with the AVX-512 VNNI kernels.
 
 mod buffer;
@@ -46,10 +46,12 @@ pub fn supports_op(op: &Tensor) -> bool {
         return false;
     };
     // SAFETY: as above; a tensor's buffer is null or a live buffer.
-    let host = |t: &Tensor| unsafe { t.buffer.cast::<Buffer>().as_ref() }.is_none_or(|b| {
-        // SAFETY: a live buffer's type is a live buffer type.
-        unsafe { BufferTypePtr::from_raw(b.buft) }.is_none_or(|buft| buft.is_host())
-    });
+    let host = |t: &Tensor| {
+        unsafe { t.buffer.cast::<Buffer>().as_ref() }.is_none_or(|b| {
+            // SAFETY: a live buffer's type is a live buffer type.
+            unsafe { BufferTypePtr::from_raw(b.buft) }.is_none_or(|buft| buft.is_host())
+        })
+    };
     op.op == Op::MUL_MAT
         && offered()
         && is_repacked(src0)

@@ -1,0 +1,309 @@
+//! The 32-value block formats in the repacked layout: Q4_0, IQ4_NL, MXFP4 (nibbles) and Q8_0
+//! (bytes), against Q8_0 activations.
+//!
+//! The weights take part as unsigned bytes `u = level + BIAS`: the nibble itself for Q4_0
+//! (BIAS 8), the format's table plus 128 for IQ4_NL and MXFP4, the byte plus 128 for Q8_0. A
+//! block's sixteen rows' sums `Σ u·a` start from `−BIAS·Σa` and are scaled once per block and
+//! sixteen rows.
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+use std::marker::PhantomData;
+
+use super::{ActRow, Column, Parts, Scheme, parts_of};
+use crate::core::types::Type;
+use crate::cpu::repack::layout::GROUP_ROWS;
+use crate::quants::fp4::{E2M1_DOUBLED, e8m0_to_f32_half};
+use crate::quants::half::Half;
+use crate::quants::iq4::LEVELS as IQ4_NL_LEVELS;
+
+/// Values per block.
+const QK: usize = 32;
+
+/// A weight format of the layout, as the product reads it.
+pub(super) trait Format {
+    /// The parts of a block (the layout's [`Parts`] of the type).
+    const PARTS: Parts;
+    /// What is added to a level to make it an unsigned byte.
+    const BIAS: i32;
+    /// The unsigned bytes of the 16 nibble values, when they are not the nibbles themselves.
+    const TABLE: Option<[i8; 16]> = None;
+
+    /// The scale of a block from its stored bytes (for the levels as [`level`] gives them).
+    fn scale(bytes: &[u8]) -> f32 {
+        f16_scale(bytes)
+    }
+
+    /// The sixteen rows' scales of a group block, whose scales start at `at`.
+    ///
+    /// # Safety
+    /// AVX-512; `at` holds sixteen scales.
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn scales(at: *const u8) -> __m512 {
+        // SAFETY: the caller's contract: 16 F16 scales at `at`.
+        _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(at.cast()) })
+    }
+}
+
+/// Whether `F` stores its quants as nibbles (else as bytes).
+const fn nibbles<F: Format>() -> bool {
+    F::PARTS.runs[1].size == QK / 2
+}
+
+/// The signed level of value `i` of a block whose quant bytes are `qs`.
+fn level<F: Format>(qs: &[u8], i: usize) -> i32 {
+    if !nibbles::<F>() {
+        return i32::from(qs[i] as i8);
+    }
+    let nibble = if i < QK / 2 { qs[i] & 15 } else { qs[i - QK / 2] >> 4 };
+    match F::TABLE {
+        Some(t) => i32::from(t[usize::from(nibble)] as u8) - F::BIAS,
+        None => i32::from(nibble) - F::BIAS,
+    }
+}
+
+/// Where in a block the activations of register pair `j` of [`values`] start.
+const fn offsets<F: Format>(j: usize) -> (usize, usize) {
+    if nibbles::<F>() { (4 * j, QK / 2 + 4 * j) } else { (8 * j, 8 * j + 4) }
+}
+
+/// The unsigned values of register pair `j` (0..4) of a group block's quants at `qs`: for the
+/// nibble formats the low and high nibbles of chunk `j` (looked up in `table` if there is
+/// one), for bytes chunks `2j` and `2j + 1`.
+///
+/// # Safety
+/// AVX-512; `qs` holds the group block's quants.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn values<F: Format>(qs: *const u8, j: usize, table: Option<__m512i>) -> (__m512i, __m512i) {
+    if !nibbles::<F>() {
+        // the signed bytes plus 128
+        let flip = _mm512_set1_epi8(i8::MIN);
+        // SAFETY: chunks 2j and 2j + 1 of the caller's quants.
+        let (lo, hi) =
+            unsafe { (_mm512_loadu_si512(qs.add(128 * j).cast()), _mm512_loadu_si512(qs.add(128 * j + 64).cast())) };
+        return (_mm512_xor_si512(lo, flip), _mm512_xor_si512(hi, flip));
+    }
+    let low = _mm512_set1_epi8(0x0f);
+    // SAFETY: chunk j of the caller's quants.
+    let w = unsafe { _mm512_loadu_si512(qs.add(64 * j).cast()) };
+    let (lo, hi) = (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16::<4>(w), low));
+    match table {
+        Some(t) => (_mm512_shuffle_epi8(t, lo), _mm512_shuffle_epi8(t, hi)),
+        None => (lo, hi),
+    }
+}
+
+/// The unsigned bytes of a table of signed levels: each plus 128 (as `i8` bits, for
+/// `vpshufb`).
+const fn offset_by_128(levels: [i8; 16]) -> [i8; 16] {
+    let mut t = [0i8; 16];
+    let mut i = 0;
+    while i < 16 {
+        t[i] = (levels[i] as u8).wrapping_add(128) as i8;
+        i += 1;
+    }
+    t
+}
+
+fn f16_scale(bytes: &[u8]) -> f32 {
+    Half::from_bits(u16::from_le_bytes([bytes[0], bytes[1]])).to_f32()
+}
+
+pub(super) struct Q4_0;
+pub(super) struct Iq4Nl;
+pub(super) struct Mxfp4;
+pub(super) struct Q8_0;
+
+impl Format for Q4_0 {
+    const PARTS: Parts = parts_of(Type::Q4_0);
+    const BIAS: i32 = 8;
+}
+
+impl Format for Iq4Nl {
+    const PARTS: Parts = parts_of(Type::IQ4_NL);
+    const BIAS: i32 = 128;
+    const TABLE: Option<[i8; 16]> = Some(offset_by_128(IQ4_NL_LEVELS));
+}
+
+impl Format for Q8_0 {
+    const PARTS: Parts = parts_of(Type::Q8_0);
+    const BIAS: i32 = 128;
+}
+
+impl Format for Mxfp4 {
+    const PARTS: Parts = parts_of(Type::MXFP4);
+    const BIAS: i32 = 128;
+    // the E2M1 values doubled: integers, scaled by half the E8M0 scale
+    const TABLE: Option<[i8; 16]> = Some(offset_by_128(E2M1_DOUBLED));
+
+    fn scale(bytes: &[u8]) -> f32 {
+        e8m0_to_f32_half(bytes[0])
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn scales(at: *const u8) -> __m512 {
+        // SAFETY: the caller's contract: 16 bytes at `at`.
+        let e = _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(at.cast()) });
+        // half of 2^(e-127): the exponent e-1, or for e < 2 the subnormal 2^(e-128)
+        let normal = _mm512_slli_epi32::<23>(_mm512_sub_epi32(e, _mm512_set1_epi32(1)));
+        let subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x0020_0000), e);
+        let small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+        _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal))
+    }
+}
+
+/// The 32-value formats' [`Scheme`].
+pub(super) struct Blocks<F>(PhantomData<F>);
+
+impl<F: Format> Scheme for Blocks<F> {
+    const QK: usize = QK;
+    const SUMS: usize = 1;
+    const TILE_COLS: usize = 8;
+
+    unsafe fn tile_scalar(group: *const u8, nb: usize, cols: &[Column]) {
+        // SAFETY: the caller's contract.
+        unsafe { tile_scalar::<F>(group, nb, cols) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]) {
+        // SAFETY: the caller's contract.
+        unsafe { tile_avx512::<F>(group, nb, cols) }
+    }
+}
+
+/// The group at `group` (of `nb` blocks) against each column, in the order of ggml's reference
+/// product: each block's integer sum scaled by both scales, added in `f32`.
+///
+/// # Safety
+/// `group` holds a group of `nb` blocks in `F`'s layout; each column's activations hold `nb`
+/// blocks and its destination 16 floats.
+unsafe fn tile_scalar<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
+    let block = GROUP_ROWS * F::PARTS.block();
+    // SAFETY: the caller's contract.
+    let bytes = unsafe { std::slice::from_raw_parts(group, nb * block) };
+    for &(act, out) in cols {
+        let mut sums = [0f32; GROUP_ROWS];
+        for (b, blk) in bytes.chunks_exact(block).enumerate() {
+            // SAFETY: block b < nb of the column.
+            let (levels, d) = unsafe { (std::slice::from_raw_parts(act.levels.add(b * QK), QK), *act.scales.add(b)) };
+            for (r, sum) in sums.iter_mut().enumerate() {
+                // the row's quant bytes, gathered from the chunks
+                let mut qs = [0u8; QK];
+                let quants = F::PARTS.runs[1];
+                for (t, q) in qs[..quants.size].iter_mut().enumerate() {
+                    *q = blk[F::PARTS.position(quants.at + t, r)];
+                }
+                let dot: i32 = (0..QK).map(|i| level::<F>(&qs, i) * i32::from(levels[i])).sum();
+                *sum += dot as f32 * (F::scale(&blk[F::PARTS.position(0, r)..]) * d);
+            }
+        }
+        // SAFETY: the destination holds 16 floats (the caller's contract).
+        unsafe { std::ptr::copy_nonoverlapping(sums.as_ptr(), out, GROUP_ROWS) };
+    }
+}
+
+/// The group at `group` (of `nb` blocks) against each column with AVX-512 VNNI: per block,
+/// four registers of sixteen rows' nibbles, split into low and high values, each against four
+/// activation bytes broadcast.
+///
+/// # Safety
+/// AVX-512 (F, BW, VL, DQ, VNNI); as for [`tile_scalar`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn tile_avx512<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
+    macro_rules! arms {
+        ($($c:literal)*) => {
+            match cols.len() {
+                $($c => {
+                    // SAFETY: the caller's contract.
+                    let sums = unsafe { group_sums::<F, $c>(group, nb, std::array::from_fn(|k| cols[k].0)) };
+                    for (s, &(_, out)) in sums.iter().zip(cols) {
+                        // SAFETY: the destination holds 16 floats (the caller's contract).
+                        unsafe { _mm512_storeu_ps(out, *s) };
+                    }
+                })*
+                other => crate::ggml_abort!("mul_mat: {} columns in a repacked tile", other),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8);
+}
+
+/// The sixteen rows' products with `C` columns.
+///
+/// # Safety
+/// As for [`tile_avx512`].
+// Columns index the sums and activation rows together.
+#[allow(clippy::needless_range_loop)]
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn group_sums<F: Format, const C: usize>(group: *const u8, nb: usize, acts: [ActRow; C]) -> [__m512; C] {
+    let (head, block) = (const { F::PARTS.packed(1) }, const { GROUP_ROWS * F::PARTS.block() });
+    // SAFETY: the table holds 16 bytes.
+    let table = F::TABLE.map(|t| _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(t.as_ptr().cast()) }));
+    let mut acc = [_mm512_setzero_ps(); C];
+    for b in 0..nb {
+        // SAFETY: block b < nb of the group and of each column (the caller's contract).
+        unsafe {
+            let base = group.add(b * block);
+            let d = F::scales(base);
+            let qs = base.add(head);
+            let mut sums: [__m512i; C] = std::array::from_fn(|c| _mm512_set1_epi32(-F::BIAS * *acts[c].sums.add(b)));
+            for j in 0..4 {
+                let (lo, hi) = values::<F>(qs, j, table);
+                let (lo_at, hi_at) = offsets::<F>(j);
+                for c in 0..C {
+                    let a = acts[c].levels.add(b * QK);
+                    let a_lo = _mm512_set1_epi32(a.add(lo_at).cast::<i32>().read_unaligned());
+                    let a_hi = _mm512_set1_epi32(a.add(hi_at).cast::<i32>().read_unaligned());
+                    sums[c] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sums[c], lo, a_lo), hi, a_hi);
+                }
+            }
+            for c in 0..C {
+                let scale = _mm512_mul_ps(d, _mm512_set1_ps(*acts[c].scales.add(b)));
+                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]), scale, acc[c]);
+            }
+        }
+    }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_follow_each_format() {
+        // every nibble, low then high
+        let qs: [u8; 16] = std::array::from_fn(|i| (i as u8) | ((15 - i as u8) << 4));
+        let low = |f: fn(&[u8], usize) -> i32| (0..16).map(|i| f(&qs, i)).collect::<Vec<_>>();
+        assert_eq!(low(level::<Iq4Nl>), IQ4_NL_LEVELS.map(i32::from));
+        assert_eq!(low(level::<Mxfp4>), E2M1_DOUBLED.map(i32::from));
+        assert_eq!(low(level::<Q4_0>), (-8..8).collect::<Vec<_>>());
+        assert_eq!(level::<Q4_0>(&qs, 16), 15 - 8);
+        assert_eq!(level::<Q8_0>(&[0x80; 32], 31), -128);
+    }
+
+    #[test]
+    fn e8m0_scales_convert_as_the_scalar_path() {
+        if !crate::cpu::kernels::features::has_avx512() {
+            return;
+        }
+        for first in (0..=255u8).step_by(16) {
+            let bytes: [u8; 16] = std::array::from_fn(|i| first.wrapping_add(i as u8));
+            // SAFETY: AVX-512 was checked; 16 bytes.
+            let got: [f32; 16] = unsafe { std::mem::transmute(Mxfp4::scales(bytes.as_ptr())) };
+            for (g, &e) in got.iter().zip(&bytes) {
+                assert_eq!(g.to_bits(), e8m0_to_f32_half(e).to_bits(), "e = {e}");
+            }
+        }
+    }
+}

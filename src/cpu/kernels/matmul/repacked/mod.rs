@@ -1,0 +1,279 @@
+//! MUL_MAT of weights in the CPU_REPACK layout ([`layout`]) by F32 activations.
+//!
+//! The activations are quantized as for plain weights (Q8_0 for the 32-value formats, Q8_K for
+//! the super-blocks) and stored per column as their signed levels, then the blocks' scales as
+//! `f32`, then the level sums the formats need as `i32` (of each block, or of each 16 levels).
+//! The weights take part as unsigned bytes `u = level + BIAS`, which `vpdpbusd` multiplies by
+//! the signed activation levels; the sums of each group of levels start from `−BIAS·Σa`, which
+//! leaves `Σ level·a` exactly ([`blocks`], [`q6_k`]).
+//!
+//! A thread's task is a range of groups by a range of columns; it runs each group against its
+//! columns a tile at a time, so that a group's weights are read from memory once and the rest
+//! of its columns find them in cache.
+
+mod blocks;
+mod q6_k;
+
+use super::{ColumnIndex, ComputeParams, Tensor, ceil_div, share_rows, span, use_simd};
+use crate::core::types::Type;
+use crate::cpu::plan::CACHE_LINE_SIZE;
+use crate::cpu::repack::layout::{self, GROUP_ROWS, Parts};
+use crate::quants::k_quants::{BlockQ8K, quantize_row_q8_k};
+use crate::quants::q8::BlockQ8_0;
+
+/// Columns per task: a task's activations stay in the core's cache while its groups run.
+const TASK_COLS: i64 = 64;
+/// The most columns of any scheme's tile.
+const MAX_TILE_COLS: usize = 8;
+
+/// How the product runs on one weight format's groups.
+trait Scheme {
+    /// Values per block, of the weights and of the activations (32: Q8_0, 256: Q8_K).
+    const QK: usize;
+    /// Level sums per activation block.
+    const SUMS: usize;
+    /// Columns per pass over a group (at most [`MAX_TILE_COLS`]).
+    const TILE_COLS: usize;
+
+    /// Each column's 16 results for the group at `group` (of `nb` blocks), on the scalar path.
+    ///
+    /// # Safety
+    /// `group` holds a group of `nb` blocks of the format's layout; each column's activations
+    /// hold `nb` blocks and its destination 16 floats.
+    unsafe fn tile_scalar(group: *const u8, nb: usize, cols: &[Column]);
+
+    /// As [`Scheme::tile_scalar`], with AVX-512 VNNI.
+    ///
+    /// # Safety
+    /// AVX-512 (F, BW, VL, DQ, VNNI); as for [`Scheme::tile_scalar`].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]);
+}
+
+/// The layout's parts of `ty`, at compile time.
+const fn parts_of(ty: Type) -> Parts {
+    match layout::parts(ty) {
+        Some(parts) => parts,
+        None => panic!("a format without a repacked layout"),
+    }
+}
+
+/// `$f::<Scheme>($args)` for the weights' type.
+macro_rules! with_scheme {
+    ($ty:expr, $f:ident($($args:expr),*)) => {
+        match $ty {
+            Type::Q4_0 => $f::<blocks::Blocks<blocks::Q4_0>>($($args),*),
+            Type::IQ4_NL => $f::<blocks::Blocks<blocks::Iq4Nl>>($($args),*),
+            Type::MXFP4 => $f::<blocks::Blocks<blocks::Mxfp4>>($($args),*),
+            Type::Q8_0 => $f::<blocks::Blocks<blocks::Q8_0>>($($args),*),
+            Type::Q6_K => $f::<q6_k::Q6K>($($args),*),
+            other => crate::ggml_abort!("mul_mat: {} weights have no repacked layout", other.name()),
+        }
+    };
+}
+
+/// Bytes of one column's activations of `n` values: levels, scales, sums.
+fn column_size<S: Scheme>(n: usize) -> usize {
+    n / S::QK * (S::QK + 4 + 4 * S::SUMS)
+}
+
+/// Scratch bytes for a product of repacked `src0` by `src1`: the converted activations.
+pub(super) fn work_size(src0: &Tensor, src1: &Tensor) -> usize {
+    fn size<S: Scheme>(n: usize, cols: usize) -> usize {
+        column_size::<S>(n) * cols + CACHE_LINE_SIZE
+    }
+    with_scheme!(src0.type_, size(src1.ne[0] as usize, (src1.ne[1] * src1.ne[2] * src1.ne[3]) as usize))
+}
+
+/// One column's activations.
+#[derive(Clone, Copy)]
+struct ActRow {
+    levels: *const i8,
+    scales: *const f32,
+    sums: *const i32,
+}
+
+impl ActRow {
+    /// Column `col` of the activations at `acts`, of `n` values.
+    fn at<S: Scheme>(acts: *const u8, n: usize, col: usize) -> ActRow {
+        let nb = n / S::QK;
+        let levels = acts.wrapping_add(col * column_size::<S>(n));
+        let scales = levels.wrapping_add(nb * S::QK).cast::<f32>();
+        ActRow { levels: levels.cast(), scales, sums: scales.wrapping_add(nb).cast() }
+    }
+}
+
+/// A column of a tile: its activations and where its group's 16 results go.
+type Column = (ActRow, *mut f32);
+
+/// Converts blocks `first..` of a column of F32 values `x` (those blocks' values) into the
+/// column's activations `acts`.
+///
+/// # Safety
+/// `acts` is a column of [`column_size`] bytes for `n` values, whose blocks covered by `x` no
+/// other thread touches meanwhile.
+unsafe fn convert<S: Scheme>(x: &[f32], first: usize, acts: ActRow, simd: bool) {
+    // SAFETY: (for each write below) block b of the column, the caller's contract.
+    let store = |b: usize, qs: &[u8], d: f32, sums: &mut dyn Iterator<Item = i32>| unsafe {
+        std::ptr::copy_nonoverlapping(qs.as_ptr(), acts.levels.add(b * S::QK).cast_mut().cast::<u8>(), S::QK);
+        acts.scales.add(b).cast_mut().write(d);
+        for (k, sum) in sums.take(S::SUMS).enumerate() {
+            acts.sums.add(b * S::SUMS + k).cast_mut().write(sum);
+        }
+    };
+    if S::QK == 32 {
+        let mut blocks = vec![BlockQ8_0::default(); x.len() / 32];
+        if simd {
+            super::dot::quantize_row_q8_0(x, &mut blocks);
+        } else {
+            super::dot::scalar::quantize_row_q8_0(x, &mut blocks);
+        }
+        for (b, blk) in (first..).zip(&blocks) {
+            store(b, &blk.qs, blk.d.to_f32(), &mut std::iter::once(blk.qs.iter().map(|&q| i32::from(q as i8)).sum()));
+        }
+    } else {
+        // ggml's CPU backend uses the reference quantizer for Q8_K on every path
+        let mut blocks = vec![BlockQ8K::default(); x.len() / 256];
+        quantize_row_q8_k(x, &mut blocks);
+        for (b, blk) in (first..).zip(&blocks) {
+            let mut sums = blk.bsums.iter().map(|s| i32::from(i16::from_le_bytes(*s)));
+            store(b, &blk.qs, f32::from_le_bytes(blk.d), &mut sums);
+        }
+    }
+}
+
+/// `dst = src0 · src1ᵀ` for repacked 2-D `src0` and F32 `src1`, with `wsize` bytes of scratch
+/// at `wdata` (a cache line start).
+pub(super) fn mul_mat(
+    params: &ComputeParams,
+    dst: &Tensor,
+    src0: &Tensor,
+    src1: &Tensor,
+    wdata: *mut u8,
+    wsize: usize,
+) {
+    crate::ggml_assert!(
+        src1.type_ == Type::F32 && src0.ne[2] == 1 && src0.ne[3] == 1,
+        "mul_mat: repacked {} weights take 2-D weights and F32 activations, not {}",
+        src0.type_.name(),
+        src1.type_.name()
+    );
+    with_scheme!(src0.type_, run(params, dst, src0, src1, wdata, wsize));
+}
+
+fn run<S: Scheme>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tensor, wdata: *mut u8, wsize: usize) {
+    let n = src0.ne[0] as usize;
+    let ne = src1.ne;
+    let cols = ne[1] * ne[2] * ne[3];
+    let needed = column_size::<S>(n) * cols as usize;
+    crate::ggml_assert!(wsize >= needed, "mul_mat: scratch of {} bytes for repacked weights, {} needed", wsize, needed);
+    let simd = use_simd(params);
+    share_rows(params, cols, (n / S::QK) as i64, |r, first, last| {
+        let idx = (r % ne[1], (r / ne[1]) % ne[2], r / (ne[1] * ne[2]));
+        let (first, last) = (first as usize, last as usize);
+        let mut buf = Vec::new();
+        let x = span::<f32>(src1, idx, first * S::QK, (last - first) * S::QK, &mut buf);
+        // SAFETY: column r lies in the scratch (checked above); shares are disjoint until the
+        // barrier.
+        unsafe { convert::<S>(x, first, ActRow::at::<S>(wdata, n, r as usize), simd) };
+    });
+    params.barrier();
+
+    let acts = wdata.cast_const();
+    let groups = src0.ne[1] / GROUP_ROWS as i64;
+    let task_cols = if cols <= TASK_COLS { cols } else { TASK_COLS };
+    let col_tasks = ceil_div(cols, task_cols);
+    // groups per task: enough tasks to balance the team, no more than 16 groups each
+    let nth = params.nth as i64;
+    let task_groups = (groups * col_tasks / (8 * nth)).clamp(1, 16);
+    let group_tasks = ceil_div(groups, task_groups);
+    let tasks = (group_tasks * col_tasks) as usize;
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = simd && crate::cpu::kernels::features::has_avx512();
+
+    let mut task = params.ith;
+    while task < tasks {
+        let (g, c) = (task as i64 % group_tasks, task as i64 / group_tasks);
+        let task_cols = c * task_cols..((c + 1) * task_cols).min(cols);
+        for group in g * task_groups..((g + 1) * task_groups).min(groups) {
+            let weights = src0.data.cast::<u8>().wrapping_add(group as usize * GROUP_ROWS * src0.nb[1]).cast_const();
+            let mut at = ColumnIndex::at(task_cols.start, src1.ne[1], src1.ne[2]);
+            for tile in (task_cols.start..task_cols.end).step_by(S::TILE_COLS) {
+                let width = (task_cols.end - tile).min(S::TILE_COLS as i64) as usize;
+                let mut columns = [(ActRow::at::<S>(acts, n, 0), std::ptr::null_mut()); MAX_TILE_COLS];
+                for (k, col) in columns[..width].iter_mut().enumerate() {
+                    let out = dst.data.cast::<u8>().wrapping_add(at.offset(dst)).cast::<f32>();
+                    *col = (ActRow::at::<S>(acts, n, tile as usize + k), out.wrapping_add(group as usize * GROUP_ROWS));
+                    at.advance();
+                }
+                #[cfg(target_arch = "x86_64")]
+                if avx512 {
+                    // SAFETY: AVX-512 was checked; the group holds n values of 16 rows of the
+                    // format's layout; the activations were converted before the barrier; each
+                    // destination holds this group's 16 results, written by this task alone.
+                    unsafe { S::tile_avx512(weights, n / S::QK, &columns[..width]) };
+                    continue;
+                }
+                // SAFETY: as above.
+                unsafe { S::tile_scalar(weights, n / S::QK, &columns[..width]) };
+            }
+        }
+        if params.nth >= tasks {
+            break;
+        }
+        task = params.next_chunk();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{all, at, fill, run};
+    use super::*;
+    use crate::core::ops::matmul as ops;
+    use crate::core::tensor::TensorPtr;
+    use crate::cpu::kernels::testing::{Rng, ctx, nmse};
+    use crate::cpu::repack;
+
+    /// The product of `ty` weights [k, m] by F32 activations [k, n, 2], plain and repacked, on
+    /// `threads` threads; returns both.
+    fn products(ty: Type, k: i64, m: i64, n: i64, threads: i32, use_ref: bool) -> (Vec<f64>, Vec<f64>) {
+        let mut c = ctx();
+        let mut rng = Rng::new(0x5eed + (k * m * n) as u64);
+        let a = c.new_tensor(ty, &[k, m, 1, 1]);
+        fill(a, &mut rng);
+        let b = c.new_tensor(Type::F32, &[k, n, 2, 1]);
+        fill(b, &mut rng);
+        let d = ops::mul_mat(&mut c, a, b);
+        let values = |d: TensorPtr| all(&d).into_iter().map(|i| at(&d, i)).collect::<Vec<f64>>();
+        run(&mut c, d, threads, use_ref);
+        let plain = values(d);
+
+        // the same weights packed in place, in a (placeholder) CPU_REPACK buffer
+        let placeholder = repack::buffer_type().alloc_buffer(0).expect("a placeholder buffer");
+        a.get_mut().buffer = placeholder.as_ptr().cast();
+        assert!(repack::is_repacked(&a));
+        let row_size = ty.row_size(k);
+        // SAFETY: the weights' data, m rows of row_size bytes, which nothing else reads meanwhile.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(a.data.cast::<u8>(), m as usize * row_size) };
+        let plain_bytes = bytes.to_vec();
+        layout::pack(ty, row_size, &plain_bytes, bytes);
+        run(&mut c, d, threads, use_ref);
+        a.get_mut().buffer = std::ptr::null_mut();
+        placeholder.free();
+        (plain, values(d))
+    }
+
+    #[test]
+    fn repacked_products_equal_the_plain_ones() {
+        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4, Type::Q8_0, Type::Q6_K] {
+            // one and several groups; one column, a partial tile, several tiles and tasks
+            for (k, m, n) in [(256, 16, 1), (512, 32, 3), (256, 48, 9), (256, 16, 70)] {
+                for (threads, use_ref) in [(1, false), (3, false), (2, true)] {
+                    let (plain, repacked) = products(ty, k, m, n, threads, use_ref);
+                    let e = nmse(&repacked, &plain);
+                    assert!(e < 1e-10, "{} k={k} m={m} n={n} threads={threads} ref={use_ref}: nmse {e}", ty.name());
+                }
+            }
+        }
+    }
+}
