@@ -5,13 +5,14 @@
 //! `f32`, then the level sums the formats need as `i32` (of each block, or of each 16 levels).
 //! The weights take part as unsigned bytes `u = level + BIAS`, which `vpdpbusd` multiplies by
 //! the signed activation levels; the sums of each group of levels start from `−BIAS·Σa`, which
-//! leaves `Σ level·a` exactly ([`blocks`], [`q6_k`]).
+//! leaves `Σ level·a` exactly ([`blocks`], [`q4_k`], [`q6_k`]).
 //!
 //! A thread's task is a range of groups by a range of columns; it runs each group against its
 //! columns a tile at a time, so that a group's weights are read from memory once and the rest
 //! of its columns find them in cache.
 
 mod blocks;
+mod q4_k;
 mod q6_k;
 
 use super::{ColumnIndex, ComputeParams, Tensor, ceil_div, share_rows, span, use_simd};
@@ -66,6 +67,7 @@ macro_rules! with_scheme {
             Type::IQ4_NL => $f::<blocks::Blocks<blocks::Iq4Nl>>($($args),*),
             Type::MXFP4 => $f::<blocks::Blocks<blocks::Mxfp4>>($($args),*),
             Type::Q8_0 => $f::<blocks::Blocks<blocks::Q8_0>>($($args),*),
+            Type::Q4_K => $f::<q4_k::Q4K>($($args),*),
             Type::Q6_K => $f::<q6_k::Q6K>($($args),*),
             other => crate::ggml_abort!("mul_mat: {} weights have no repacked layout", other.name()),
         }
@@ -265,7 +267,7 @@ mod tests {
 
     #[test]
     fn repacked_products_equal_the_plain_ones() {
-        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4, Type::Q8_0, Type::Q6_K] {
+        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4, Type::Q8_0, Type::Q4_K, Type::Q6_K] {
             // one and several groups; one column, a partial tile, several tiles and tasks
             for (k, m, n) in [(256, 16, 1), (512, 32, 3), (256, 48, 9), (256, 16, 70)] {
                 for (threads, use_ref) in [(1, false), (3, false), (2, true)] {

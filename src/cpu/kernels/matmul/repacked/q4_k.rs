@@ -1,0 +1,183 @@
+//! Q4_K in the repacked layout, against Q8_K activations.
+//!
+//! A super-block holds eight 32-value sub-blocks, each with a 6-bit scale and minimum packed
+//! in 12 bytes; nibble byte `32j + l` holds value `64j + l` in its low nibble and `64j + 32 + l`
+//! in its high one. The layout keeps each row's 12 scale bytes as three registers (four bytes
+//! per row each), unpacked once per block for sixteen rows; the nibbles follow in chunks, read
+//! in order. A row's block is `d·Σ scale·Σ q·a − dmin·Σ min·Σ a`: the first sums from
+//! `vpdpbusd` (the nibbles are already unsigned), the second from the activations' sums of
+//! each 16 levels.
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+use super::{Column, Parts, Scheme, parts_of};
+use crate::core::types::Type;
+use crate::cpu::repack::layout::GROUP_ROWS;
+use crate::quants::half::Half;
+use crate::quants::k_quants::scale_min;
+
+/// Values per super-block.
+const QK: usize = 256;
+const PARTS: Parts = parts_of(Type::Q4_K);
+/// Bytes of a group block.
+const GROUP_BLOCK: usize = GROUP_ROWS * PARTS.block();
+/// Where the fields start in a group block.
+const D: usize = PARTS.packed(0);
+const DMIN: usize = PARTS.packed(1);
+const SCALES: usize = PARTS.packed(2);
+const QS: usize = PARTS.packed(3);
+
+pub(super) struct Q4K;
+
+impl Scheme for Q4K {
+    const QK: usize = QK;
+    const SUMS: usize = QK / 16;
+    const TILE_COLS: usize = 4;
+
+    unsafe fn tile_scalar(group: *const u8, nb: usize, cols: &[Column]) {
+        // SAFETY: the caller's contract.
+        let bytes = unsafe { std::slice::from_raw_parts(group, nb * GROUP_BLOCK) };
+        for &(act, out) in cols {
+            let mut sums = [0f32; GROUP_ROWS];
+            for (b, blk) in bytes.chunks_exact(GROUP_BLOCK).enumerate() {
+                // SAFETY: block b < nb of the column.
+                let (a, bsums, da) = unsafe {
+                    (
+                        std::slice::from_raw_parts(act.levels.add(b * QK), QK),
+                        std::slice::from_raw_parts(act.sums.add(b * 16), 16),
+                        *act.scales.add(b),
+                    )
+                };
+                for (r, sum) in sums.iter_mut().enumerate() {
+                    let byte = |t: usize| blk[PARTS.position(t, r)];
+                    let half = |t: usize| Half::from_bits(u16::from_le_bytes([byte(t), byte(t + 1)])).to_f32();
+                    let packed: [u8; 12] = std::array::from_fn(|k| byte(4 + k));
+                    let (mut dot, mut mins) = (0i32, 0i32);
+                    for s in 0..8 {
+                        let (sc, m) = scale_min(&packed, s);
+                        let level = |i: usize| {
+                            let q = byte(16 + 32 * (i / 64) + i % 32);
+                            i32::from(if i % 64 < 32 { q & 15 } else { q >> 4 })
+                        };
+                        let sub: i32 = (32 * s..32 * s + 32).map(|i| level(i) * i32::from(a[i])).sum();
+                        dot += i32::from(sc) * sub;
+                        mins += i32::from(m) * (bsums[2 * s] + bsums[2 * s + 1]);
+                    }
+                    *sum += da * (half(0) * dot as f32 - half(2) * mins as f32);
+                }
+            }
+            // SAFETY: the destination holds 16 floats (the caller's contract).
+            unsafe { std::ptr::copy_nonoverlapping(sums.as_ptr(), out, GROUP_ROWS) };
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]) {
+        macro_rules! arms {
+            ($($c:literal)*) => {
+                match cols.len() {
+                    $($c => {
+                        // SAFETY: the caller's contract.
+                        let sums = unsafe { group_sums::<$c>(group, nb, std::array::from_fn(|k| cols[k].0)) };
+                        for (s, &(_, out)) in sums.iter().zip(cols) {
+                            // SAFETY: the destination holds 16 floats (the caller's contract).
+                            unsafe { _mm512_storeu_ps(out, *s) };
+                        }
+                    })*
+                    other => crate::ggml_abort!("mul_mat: {} columns in a repacked Q4_K tile", other),
+                }
+            };
+        }
+        arms!(1 2 3 4);
+    }
+}
+
+/// Byte `k` (0..4) of each 32-bit lane.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn lane_byte(v: __m512i, k: usize) -> __m512i {
+    _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(8 * k as i32)), _mm512_set1_epi32(0xff))
+}
+
+/// The sixteen rows' products with `C` columns.
+///
+/// # Safety
+/// AVX-512 (F, BW, VL, DQ, VNNI); `group` holds `nb` group blocks; each column's activations
+/// hold `nb` blocks.
+// Columns index the sums and activation rows together.
+#[allow(clippy::needless_range_loop)]
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn group_sums<const C: usize>(group: *const u8, nb: usize, acts: [super::ActRow; C]) -> [__m512; C] {
+    let low = _mm512_set1_epi8(0x0f);
+    let (six, top) = (_mm512_set1_epi8(0x3f), _mm512_set1_epi8(0x30));
+    let mut acc = [_mm512_setzero_ps(); C];
+    for b in 0..nb {
+        // SAFETY: block b < nb of the group and of each column (the caller's contract).
+        unsafe {
+            let base = group.add(b * GROUP_BLOCK);
+            // the scales and minimums of sub-blocks 0-3 and 4-7, a byte each per lane
+            let packed = [0, 1, 2].map(|k| _mm512_loadu_si512(base.add(SCALES + 64 * k).cast()));
+            let scales = [
+                _mm512_and_si512(packed[0], six),
+                _mm512_or_si512(
+                    _mm512_and_si512(packed[2], low),
+                    _mm512_and_si512(_mm512_srli_epi32::<2>(packed[0]), top),
+                ),
+            ];
+            let mins = [
+                _mm512_and_si512(packed[1], six),
+                _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi32::<4>(packed[2]), low),
+                    _mm512_and_si512(_mm512_srli_epi32::<2>(packed[1]), top),
+                ),
+            ];
+            let mut total = [_mm512_setzero_si512(); C];
+            let mut min_total = [_mm512_setzero_si512(); C];
+            for j in 0..4 {
+                let mut lo = [_mm512_setzero_si512(); C];
+                let mut hi = [_mm512_setzero_si512(); C];
+                for cc in 0..8 {
+                    let w = _mm512_loadu_si512(base.add(QS + 64 * (8 * j + cc)).cast());
+                    let (u_lo, u_hi) = (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16::<4>(w), low));
+                    for c in 0..C {
+                        let a = acts[c].levels.add(b * QK + 64 * j + 4 * cc);
+                        lo[c] = _mm512_dpbusd_epi32(lo[c], u_lo, _mm512_set1_epi32(a.cast::<i32>().read_unaligned()));
+                        hi[c] = _mm512_dpbusd_epi32(
+                            hi[c],
+                            u_hi,
+                            _mm512_set1_epi32(a.add(32).cast::<i32>().read_unaligned()),
+                        );
+                    }
+                }
+                // sub-blocks 2j (low nibbles) and 2j + 1 (high)
+                let (s_lo, s_hi) = (2 * j, 2 * j + 1);
+                let sc_lo = lane_byte(scales[s_lo / 4], s_lo % 4);
+                let sc_hi = lane_byte(scales[s_hi / 4], s_hi % 4);
+                for c in 0..C {
+                    total[c] = _mm512_add_epi32(total[c], _mm512_mullo_epi32(lo[c], sc_lo));
+                    total[c] = _mm512_add_epi32(total[c], _mm512_mullo_epi32(hi[c], sc_hi));
+                }
+            }
+            for s in 0..8 {
+                let m = lane_byte(mins[s / 4], s % 4);
+                for c in 0..C {
+                    let bsums = acts[c].sums.add(b * 16 + 2 * s);
+                    let sum = _mm512_set1_epi32(*bsums + *bsums.add(1));
+                    min_total[c] = _mm512_add_epi32(min_total[c], _mm512_mullo_epi32(m, sum));
+                }
+            }
+            let d = _mm512_cvtph_ps(_mm256_loadu_si256(base.add(D).cast()));
+            let dmin = _mm512_cvtph_ps(_mm256_loadu_si256(base.add(DMIN).cast()));
+            for c in 0..C {
+                let da = _mm512_set1_ps(*acts[c].scales.add(b));
+                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[c]), _mm512_mul_ps(d, da), acc[c]);
+                acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_total[c]), _mm512_mul_ps(dmin, da), acc[c]);
+            }
+        }
+    }
+    acc
+}
