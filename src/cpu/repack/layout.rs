@@ -2,7 +2,7 @@
 //!
 //! A block of a format here is a few fields (scales, quants, high bits); the formats are the
 //! 32-value blocks Q4_0, IQ4_NL, MXFP4 (a scale and 16 bytes of nibbles) and Q8_0 (a scale
-//! and 32 bytes), and the super-blocks Q4_K and Q6_K. A matrix's rows are taken sixteen at a time, a
+//! and 32 bytes), and the super-blocks Q4_K, Q5_K and Q6_K. A matrix's rows are taken sixteen at a time, a
 //! *group*; a group keeps the bytes of its sixteen rows, and within it block `b` of all sixteen
 //! rows lies together, field by field, each field in *units* of a few bytes taken from the
 //! sixteen rows in turn:
@@ -115,6 +115,17 @@ pub const fn parts(ty: Type) -> Option<Parts> {
             ],
             values: 256,
         }),
+        // as Q4_K, with the high bits (eight registers) before the nibbles
+        Type::Q5_K => Some(Parts {
+            runs: &[
+                Run { at: 0, size: 2, unit: 2 },
+                Run { at: 2, size: 2, unit: 2 },
+                Run { at: 4, size: 12, unit: 4 },
+                Run { at: 16, size: 32, unit: 4 },
+                Run { at: 48, size: 128, unit: 4 },
+            ],
+            values: 256,
+        }),
         _ => None,
     }
 }
@@ -220,7 +231,7 @@ mod tests {
 
     #[test]
     fn every_byte_of_a_group_moves_once() {
-        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4, Type::Q8_0, Type::Q4_K, Type::Q6_K] {
+        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4, Type::Q8_0, Type::Q4_K, Type::Q5_K, Type::Q6_K] {
             let parts = parts(ty).expect("a layout");
             let size = 2 * GROUP_ROWS * parts.block();
             let (mut plain, mut packed) = (vec![0u8; size], vec![0u8; size]);
@@ -269,6 +280,6 @@ mod tests {
         assert!(takes(Type::MXFP4, [32, 16, 3, 1]));
         assert!(!takes(Type::Q4_0, [64, 24, 1, 1]));
         assert!(takes(Type::Q8_0, [64, 32, 1, 1]));
-        assert!(!takes(Type::Q5_K, [256, 32, 1, 1]));
+        assert!(!takes(Type::Q3_K, [256, 32, 1, 1]));
     }
 }

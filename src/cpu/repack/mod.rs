@@ -4,7 +4,7 @@
 //! from them there; `set_tensor` then stores it in the interleaved [`layout`], which the
 //! matrix product reads in one stream (`kernels::matmul::repacked`).
 //!
-//! Only what the product computes is offered: MUL_MAT of 2-D Q4_0, IQ4_NL, MXFP4, Q8_0, Q4_K or Q6_K weights of
+//! Only what the product computes is offered: MUL_MAT of 2-D Q4_0, IQ4_NL, MXFP4, Q8_0, Q4_K, Q5_K or Q6_K weights of
 //! whole 16-row groups by F32 activations, on processors with the AVX-512 VNNI kernels.
 
 mod buffer;

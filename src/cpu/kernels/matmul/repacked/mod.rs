@@ -67,7 +67,8 @@ macro_rules! with_scheme {
             Type::IQ4_NL => $f::<blocks::Blocks<blocks::Iq4Nl>>($($args),*),
             Type::MXFP4 => $f::<blocks::Blocks<blocks::Mxfp4>>($($args),*),
             Type::Q8_0 => $f::<blocks::Blocks<blocks::Q8_0>>($($args),*),
-            Type::Q4_K => $f::<q4_k::Q4K>($($args),*),
+            Type::Q4_K => $f::<q4_k::NibbleK<false>>($($args),*),
+            Type::Q5_K => $f::<q4_k::NibbleK<true>>($($args),*),
             Type::Q6_K => $f::<q6_k::Q6K>($($args),*),
             other => crate::ggml_abort!("mul_mat: {} weights have no repacked layout", other.name()),
         }
@@ -267,7 +268,7 @@ mod tests {
 
     #[test]
     fn repacked_products_equal_the_plain_ones() {
-        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4, Type::Q8_0, Type::Q4_K, Type::Q6_K] {
+        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4, Type::Q8_0, Type::Q4_K, Type::Q5_K, Type::Q6_K] {
             // one and several groups; one column, a partial tile, several tiles and tasks
             for (k, m, n) in [(256, 16, 1), (512, 32, 3), (256, 48, 9), (256, 16, 70)] {
                 for (threads, use_ref) in [(1, false), (3, false), (2, true)] {

@@ -1,12 +1,13 @@
-//! Q4_K in the repacked layout, against Q8_K activations.
+//! Q4_K and Q5_K in the repacked layout, against Q8_K activations.
 //!
 //! A super-block holds eight 32-value sub-blocks, each with a 6-bit scale and minimum packed
 //! in 12 bytes; nibble byte `32j + l` holds value `64j + l` in its low nibble and `64j + 32 + l`
-//! in its high one. The layout keeps each row's 12 scale bytes as three registers (four bytes
-//! per row each), unpacked once per block for sixteen rows; the nibbles follow in chunks, read
-//! in order. A row's block is `d·Σ scale·Σ q·a − dmin·Σ min·Σ a`: the first sums from
-//! `vpdpbusd` (the nibbles are already unsigned), the second from the activations' sums of
-//! each 16 levels.
+//! in its high one, and for Q5_K bits `2j` and `2j + 1` of high-bits byte `l` are those values'
+//! fifth bits. The layout keeps each row's 12 scale bytes as three registers (four bytes per
+//! row each), unpacked once per block for sixteen rows; the high bits (eight registers) and the
+//! nibbles follow in chunks, read in order. A row's block is
+//! `d·Σ scale·Σ q·a − dmin·Σ min·Σ a`: the first sums from `vpdpbusd` (the levels are
+//! unsigned), the second from the activations' sums of each 16 levels.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -19,28 +20,35 @@ use crate::quants::k_quants::scale_min;
 
 /// Values per super-block.
 const QK: usize = 256;
-const PARTS: Parts = parts_of(Type::Q4_K);
-/// Bytes of a group block.
-const GROUP_BLOCK: usize = GROUP_ROWS * PARTS.block();
-/// Where the fields start in a group block.
-const D: usize = PARTS.packed(0);
-const DMIN: usize = PARTS.packed(1);
-const SCALES: usize = PARTS.packed(2);
-const QS: usize = PARTS.packed(3);
+/// Where the fields common to both start in a group block.
+const D: usize = 0;
+const DMIN: usize = 32;
+const SCALES: usize = 64;
 
-pub(super) struct Q4K;
+/// Q4_K (`FIVE` false) or Q5_K.
+pub(super) struct NibbleK<const FIVE: bool>;
 
-impl Scheme for Q4K {
+impl<const FIVE: bool> NibbleK<FIVE> {
+    const PARTS: Parts = parts_of(if FIVE { Type::Q5_K } else { Type::Q4_K });
+    /// Bytes of a group block.
+    const GROUP_BLOCK: usize = GROUP_ROWS * Self::PARTS.block();
+    /// Where the high bits (Q5_K) and the nibbles start in a group block.
+    const QH: usize = Self::PARTS.packed(3);
+    const QS: usize = Self::PARTS.packed(Self::PARTS.runs.len() - 1);
+}
+
+impl<const FIVE: bool> Scheme for NibbleK<FIVE> {
     const QK: usize = QK;
     const SUMS: usize = QK / 16;
     const TILE_COLS: usize = 4;
 
     unsafe fn tile_scalar(group: *const u8, nb: usize, cols: &[Column]) {
         // SAFETY: the caller's contract.
-        let bytes = unsafe { std::slice::from_raw_parts(group, nb * GROUP_BLOCK) };
+        let (parts, group_block) = (Self::PARTS, Self::GROUP_BLOCK);
+        let bytes = unsafe { std::slice::from_raw_parts(group, nb * group_block) };
         for &(act, out) in cols {
             let mut sums = [0f32; GROUP_ROWS];
-            for (b, blk) in bytes.chunks_exact(GROUP_BLOCK).enumerate() {
+            for (b, blk) in bytes.chunks_exact(group_block).enumerate() {
                 // SAFETY: block b < nb of the column.
                 let (a, bsums, da) = unsafe {
                     (
@@ -50,15 +58,17 @@ impl Scheme for Q4K {
                     )
                 };
                 for (r, sum) in sums.iter_mut().enumerate() {
-                    let byte = |t: usize| blk[PARTS.position(t, r)];
+                    let byte = |t: usize| blk[parts.position(t, r)];
                     let half = |t: usize| Half::from_bits(u16::from_le_bytes([byte(t), byte(t + 1)])).to_f32();
                     let packed: [u8; 12] = std::array::from_fn(|k| byte(4 + k));
                     let (mut dot, mut mins) = (0i32, 0i32);
                     for s in 0..8 {
                         let (sc, m) = scale_min(&packed, s);
                         let level = |i: usize| {
-                            let q = byte(16 + 32 * (i / 64) + i % 32);
-                            i32::from(if i % 64 < 32 { q & 15 } else { q >> 4 })
+                            let (j, high) = (i / 64, i % 64 >= 32);
+                            let q = byte(parts.runs[parts.runs.len() - 1].at + 32 * j + i % 32);
+                            let fifth = if FIVE { (byte(16 + i % 32) >> (2 * j + usize::from(high))) & 1 } else { 0 };
+                            i32::from(if high { q >> 4 } else { q & 15 } | fifth << 4)
                         };
                         let sub: i32 = (32 * s..32 * s + 32).map(|i| level(i) * i32::from(a[i])).sum();
                         dot += i32::from(sc) * sub;
@@ -79,13 +89,13 @@ impl Scheme for Q4K {
                 match cols.len() {
                     $($c => {
                         // SAFETY: the caller's contract.
-                        let sums = unsafe { group_sums::<$c>(group, nb, std::array::from_fn(|k| cols[k].0)) };
+                        let sums = unsafe { group_sums::<FIVE, $c>(group, nb, std::array::from_fn(|k| cols[k].0)) };
                         for (s, &(_, out)) in sums.iter().zip(cols) {
                             // SAFETY: the destination holds 16 floats (the caller's contract).
                             unsafe { _mm512_storeu_ps(out, *s) };
                         }
                     })*
-                    other => crate::ggml_abort!("mul_mat: {} columns in a repacked Q4_K tile", other),
+                    other => crate::ggml_abort!("mul_mat: {} columns in a repacked K-quant tile", other),
                 }
             };
         }
@@ -111,14 +121,19 @@ fn lane_byte(v: __m512i, k: usize) -> __m512i {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-unsafe fn group_sums<const C: usize>(group: *const u8, nb: usize, acts: [super::ActRow; C]) -> [__m512; C] {
+unsafe fn group_sums<const FIVE: bool, const C: usize>(
+    group: *const u8,
+    nb: usize,
+    acts: [super::ActRow; C],
+) -> [__m512; C] {
+    let (group_block, qh, qs) = (NibbleK::<FIVE>::GROUP_BLOCK, NibbleK::<FIVE>::QH, NibbleK::<FIVE>::QS);
     let low = _mm512_set1_epi8(0x0f);
     let (six, top) = (_mm512_set1_epi8(0x3f), _mm512_set1_epi8(0x30));
     let mut acc = [_mm512_setzero_ps(); C];
     for b in 0..nb {
         // SAFETY: block b < nb of the group and of each column (the caller's contract).
         unsafe {
-            let base = group.add(b * GROUP_BLOCK);
+            let base = group.add(b * group_block);
             // the scales and minimums of sub-blocks 0-3 and 4-7, a byte each per lane
             let packed = [0, 1, 2].map(|k| _mm512_loadu_si512(base.add(SCALES + 64 * k).cast()));
             let scales = [
@@ -141,8 +156,26 @@ unsafe fn group_sums<const C: usize>(group: *const u8, nb: usize, acts: [super::
                 let mut lo = [_mm512_setzero_si512(); C];
                 let mut hi = [_mm512_setzero_si512(); C];
                 for cc in 0..8 {
-                    let w = _mm512_loadu_si512(base.add(QS + 64 * (8 * j + cc)).cast());
-                    let (u_lo, u_hi) = (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16::<4>(w), low));
+                    let w = _mm512_loadu_si512(base.add(qs + 64 * (8 * j + cc)).cast());
+                    let (mut u_lo, mut u_hi) =
+                        (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16::<4>(w), low));
+                    if FIVE {
+                        // the fifth bits: bits 2j and 2j + 1 of the high-bits chunk cc
+                        let h = _mm512_loadu_si512(base.add(qh + 64 * cc).cast());
+                        let sixteen = _mm512_set1_epi8(16);
+                        u_lo = _mm512_mask_add_epi8(
+                            u_lo,
+                            _mm512_test_epi8_mask(h, _mm512_set1_epi8((1u8 << (2 * j)) as i8)),
+                            u_lo,
+                            sixteen,
+                        );
+                        u_hi = _mm512_mask_add_epi8(
+                            u_hi,
+                            _mm512_test_epi8_mask(h, _mm512_set1_epi8((2u8 << (2 * j)) as i8)),
+                            u_hi,
+                            sixteen,
+                        );
+                    }
                     for c in 0..C {
                         let a = acts[c].levels.add(b * QK + 64 * j + 4 * cc);
                         lo[c] = _mm512_dpbusd_epi32(lo[c], u_lo, _mm512_set1_epi32(a.cast::<i32>().read_unaligned()));
@@ -180,4 +213,13 @@ unsafe fn group_sums<const C: usize>(group: *const u8, nb: usize, acts: [super::
         }
     }
     acc
+}
+
+#[cfg(test)]
+#[test]
+fn the_common_fields_lie_where_the_kernel_reads_them() {
+    for parts in [NibbleK::<false>::PARTS, NibbleK::<true>::PARTS] {
+        assert_eq!([parts.packed(0), parts.packed(1), parts.packed(2)], [D, DMIN, SCALES]);
+    }
+    assert_eq!(NibbleK::<true>::QS, NibbleK::<true>::QH + GROUP_ROWS * 32);
 }
