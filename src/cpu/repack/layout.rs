@@ -1,8 +1,8 @@
 //! The interleaved layout of weights in the CPU_REPACK buffer type.
 //!
 //! A block of a format here is a few fields (scales, quants, high bits); the formats are the
-//! 32-value blocks Q4_0, IQ4_NL, MXFP4 (a scale and 16 bytes of nibbles) and Q8_0 (a scale
-//! and 32 bytes), and the super-blocks Q4_K, Q5_K and Q6_K. A matrix's rows are taken sixteen at a time, a
+//! 32-value blocks Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 (scales, fifth bits and 16 bytes of
+//! nibbles) and Q8_0 (a scale and 32 bytes), and the super-blocks Q4_K, Q5_K and Q6_K. A matrix's rows are taken sixteen at a time, a
 //! *group*; a group keeps the bytes of its sixteen rows, and within it block `b` of all sixteen
 //! rows lies together, field by field, each field in *units* of a few bytes taken from the
 //! sixteen rows in turn:
@@ -104,6 +104,25 @@ pub const fn parts(ty: Type) -> Option<Parts> {
         Type::Q8_0 => {
             Some(Parts { runs: &[Run { at: 0, size: 2, unit: 2 }, Run { at: 2, size: 32, unit: 4 }], values: 32 })
         }
+        // d, m, the nibbles
+        Type::Q4_1 => Some(Parts {
+            runs: &[Run { at: 0, size: 2, unit: 2 }, Run { at: 2, size: 2, unit: 2 }, Run { at: 4, size: 16, unit: 4 }],
+            values: 32,
+        }),
+        // d, the fifth bits as one word per row, the nibbles
+        Type::Q5_0 => Some(Parts {
+            runs: &[Run { at: 0, size: 2, unit: 2 }, Run { at: 2, size: 4, unit: 4 }, Run { at: 6, size: 16, unit: 4 }],
+            values: 32,
+        }),
+        Type::Q5_1 => Some(Parts {
+            runs: &[
+                Run { at: 0, size: 2, unit: 2 },
+                Run { at: 2, size: 2, unit: 2 },
+                Run { at: 4, size: 4, unit: 4 },
+                Run { at: 8, size: 16, unit: 4 },
+            ],
+            values: 32,
+        }),
         Type::Q6_K => Some(Parts { runs: &Q6_K_RUNS, values: 256 }),
         // d, dmin, the packed 6-bit scales and minimums (three registers), the nibbles
         Type::Q4_K => Some(Parts {
@@ -212,9 +231,15 @@ mod tests {
 
     #[test]
     fn packing_is_a_permutation_undone_by_unpacking() {
-        for (ty, nb) in
-            [(Type::Q4_0, 3), (Type::IQ4_NL, 1), (Type::MXFP4, 4), (Type::Q8_0, 2), (Type::Q4_K, 1), (Type::Q6_K, 2)]
-        {
+        for (ty, nb) in [
+            (Type::Q4_0, 3),
+            (Type::IQ4_NL, 1),
+            (Type::MXFP4, 4),
+            (Type::Q8_0, 2),
+            (Type::Q5_1, 3),
+            (Type::Q4_K, 1),
+            (Type::Q6_K, 2),
+        ] {
             let row_size = ty.row_size(nb * ty.blck_size());
             let plain = bytes(2 * GROUP_ROWS * row_size);
             let mut packed = vec![0; plain.len()];
@@ -231,7 +256,18 @@ mod tests {
 
     #[test]
     fn every_byte_of_a_group_moves_once() {
-        for ty in [Type::Q4_0, Type::IQ4_NL, Type::MXFP4, Type::Q8_0, Type::Q4_K, Type::Q5_K, Type::Q6_K] {
+        for ty in [
+            Type::Q4_0,
+            Type::Q4_1,
+            Type::Q5_0,
+            Type::Q5_1,
+            Type::IQ4_NL,
+            Type::MXFP4,
+            Type::Q8_0,
+            Type::Q4_K,
+            Type::Q5_K,
+            Type::Q6_K,
+        ] {
             let parts = parts(ty).expect("a layout");
             let size = 2 * GROUP_ROWS * parts.block();
             let (mut plain, mut packed) = (vec![0u8; size], vec![0u8; size]);

@@ -4,7 +4,7 @@
 //! from them there; `set_tensor` then stores it in the interleaved [`layout`], which the
 //! matrix product reads in one stream (`kernels::matmul::repacked`).
 //!
-//! Only what the product computes is offered: MUL_MAT of 2-D Q4_0, IQ4_NL, MXFP4, Q8_0, Q4_K, Q5_K or Q6_K weights of
+//! Only what the product computes is offered: MUL_MAT of 2-D Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4, Q4_K, Q5_K or Q6_K weights of
 //! whole 16-row groups by F32 activations, on processors with the AVX-512 VNNI kernels.
 
 mod buffer;
@@ -83,7 +83,7 @@ mod tests {
     fn tensors_read_back_what_was_written_whatever_the_range() {
         let mut c = no_alloc_ctx();
         let w = c.new_tensor(Type::IQ4_NL, &[64, 48, 1, 1]);
-        let other = c.new_tensor(Type::Q4_1, &[64, 48, 1, 1]);
+        let other = c.new_tensor(Type::Q2_K, &[256, 48, 1, 1]);
         let buffer = alloc_ctx_tensors(&c, buffer_type()).expect("a CPU_REPACK buffer");
         assert_eq!(buffer.buft().name_lossy(), "CPU_REPACK");
         assert!(!buffer.is_host());

@@ -1,10 +1,13 @@
-//! The 32-value block formats in the repacked layout: Q4_0, IQ4_NL, MXFP4 (nibbles) and Q8_0
-//! (bytes), against Q8_0 activations.
+//! The 32-value block formats in the repacked layout: Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4
+//! (nibbles, with a fifth bit for Q5) and Q8_0 (bytes), against Q8_0 activations.
 //!
 //! The weights take part as unsigned bytes `u = level + BIAS`: the nibble itself for Q4_0
-//! (BIAS 8), the format's table plus 128 for IQ4_NL and MXFP4, the byte plus 128 for Q8_0. A
-//! block's sixteen rows' sums `Σ u·a` start from `−BIAS·Σa` and are scaled once per block and
-//! sixteen rows.
+//! (BIAS 8), Q5_0 with its fifth bit (16), Q4_1 and Q5_1 (0: they are unsigned), the
+//! format's table plus 128 for IQ4_NL and MXFP4, the byte plus 128 for Q8_0. A block's sixteen
+//! rows' sums `Σ u·a` start from `−BIAS·Σa` and are scaled once per block and sixteen rows;
+//! Q4_1 and Q5_1 add their minimums times `Σa`. The fifth bits of a Q5 block are one 32-bit
+//! word per row, one register for sixteen rows: each chunk picks its four bits by a byte
+//! shuffle and a bit test.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -28,6 +31,10 @@ pub(super) trait Format {
     const BIAS: i32;
     /// The unsigned bytes of the 16 nibble values, when they are not the nibbles themselves.
     const TABLE: Option<[i8; 16]> = None;
+    /// Whether the scale is followed by a minimum (Q4_1, Q5_1).
+    const MIN: bool = false;
+    /// Whether the quants are preceded by the levels' fifth bits (Q5_0, Q5_1).
+    const FIFTH: bool = false;
 
     /// The scale of a block from its stored bytes (for the levels as [`level`] gives them).
     fn scale(bytes: &[u8]) -> f32 {
@@ -47,21 +54,47 @@ pub(super) trait Format {
     }
 }
 
-/// Whether `F` stores its quants as nibbles (else as bytes).
-const fn nibbles<F: Format>() -> bool {
-    F::PARTS.runs[1].size == QK / 2
+/// The run of `F`'s quants (the last).
+const fn quants<F: Format>() -> usize {
+    F::PARTS.runs.len() - 1
 }
 
-/// The signed level of value `i` of a block whose quant bytes are `qs`.
-fn level<F: Format>(qs: &[u8], i: usize) -> i32 {
+/// Whether `F` stores its quants as nibbles (else as bytes).
+const fn nibbles<F: Format>() -> bool {
+    F::PARTS.runs[quants::<F>()].size == QK / 2
+}
+
+/// The signed level of value `i` of a block whose quant bytes are `qs` and fifth bits `qh`.
+fn level<F: Format>(qs: &[u8], qh: u32, i: usize) -> i32 {
     if !nibbles::<F>() {
         return i32::from(qs[i] as i8);
     }
     let nibble = if i < QK / 2 { qs[i] & 15 } else { qs[i - QK / 2] >> 4 };
+    let fifth = if F::FIFTH { ((qh >> i) & 1) as u8 } else { 0 };
     match F::TABLE {
         Some(t) => i32::from(t[usize::from(nibble)] as u8) - F::BIAS,
-        None => i32::from(nibble) - F::BIAS,
+        None => i32::from(nibble | fifth << 4) - F::BIAS,
     }
+}
+
+/// Which bytes of the sixteen 32-bit fifth-bit words `qh` have the bit of their position
+/// among values `first..first + 4` (`first` a multiple of 4) set: the masks that lift those
+/// values' nibbles by 16.
+///
+/// # Safety
+/// AVX-512 (F, BW).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn fifth_bits(qh: __m512i, first: usize) -> __mmask64 {
+    // every byte of a word takes the word's byte that holds bits first..first + 4
+    let within = _mm512_set_epi32(12, 8, 4, 0, 12, 8, 4, 0, 12, 8, 4, 0, 12, 8, 4, 0);
+    let pick = _mm512_mullo_epi32(
+        _mm512_add_epi32(within, _mm512_set1_epi32((first / 8) as i32)),
+        _mm512_set1_epi32(0x0101_0101),
+    );
+    let bits = _mm512_set1_epi32((0x0804_0201u32 << (first % 8)) as i32);
+    _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, pick), bits)
 }
 
 /// Where in a block the activations of register pair `j` of [`values`] start.
@@ -78,7 +111,7 @@ const fn offsets<F: Format>(j: usize) -> (usize, usize) {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-unsafe fn values<F: Format>(qs: *const u8, j: usize, table: Option<__m512i>) -> (__m512i, __m512i) {
+unsafe fn values<F: Format>(qs: *const u8, qh: __m512i, j: usize, table: Option<__m512i>) -> (__m512i, __m512i) {
     if !nibbles::<F>() {
         // the signed bytes plus 128
         let flip = _mm512_set1_epi8(i8::MIN);
@@ -91,10 +124,29 @@ unsafe fn values<F: Format>(qs: *const u8, j: usize, table: Option<__m512i>) -> 
     // SAFETY: chunk j of the caller's quants.
     let w = unsafe { _mm512_loadu_si512(qs.add(64 * j).cast()) };
     let (lo, hi) = (_mm512_and_si512(w, low), _mm512_and_si512(_mm512_srli_epi16::<4>(w), low));
+    if F::FIFTH {
+        let sixteen = _mm512_set1_epi8(16);
+        return (
+            _mm512_mask_add_epi8(lo, fifth_bits(qh, 4 * j), lo, sixteen),
+            _mm512_mask_add_epi8(hi, fifth_bits(qh, QK / 2 + 4 * j), hi, sixteen),
+        );
+    }
     match table {
         Some(t) => (_mm512_shuffle_epi8(t, lo), _mm512_shuffle_epi8(t, hi)),
         None => (lo, hi),
     }
+}
+
+/// The sixteen rows' F16 minimums at `at`.
+///
+/// # Safety
+/// AVX-512; `at` holds sixteen F16 values.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn f16_minimums(at: *const u8) -> __m512 {
+    // SAFETY: the caller's contract.
+    _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(at.cast()) })
 }
 
 /// The unsigned bytes of a table of signed levels: each plus 128 (as `i8` bits, for
@@ -114,6 +166,9 @@ fn f16_scale(bytes: &[u8]) -> f32 {
 }
 
 pub(super) struct Q4_0;
+pub(super) struct Q4_1;
+pub(super) struct Q5_0;
+pub(super) struct Q5_1;
 pub(super) struct Iq4Nl;
 pub(super) struct Mxfp4;
 pub(super) struct Q8_0;
@@ -121,6 +176,25 @@ pub(super) struct Q8_0;
 impl Format for Q4_0 {
     const PARTS: Parts = parts_of(Type::Q4_0);
     const BIAS: i32 = 8;
+}
+
+impl Format for Q4_1 {
+    const PARTS: Parts = parts_of(Type::Q4_1);
+    const BIAS: i32 = 0;
+    const MIN: bool = true;
+}
+
+impl Format for Q5_0 {
+    const PARTS: Parts = parts_of(Type::Q5_0);
+    const BIAS: i32 = 16;
+    const FIFTH: bool = true;
+}
+
+impl Format for Q5_1 {
+    const PARTS: Parts = parts_of(Type::Q5_1);
+    const BIAS: i32 = 0;
+    const MIN: bool = true;
+    const FIFTH: bool = true;
 }
 
 impl Format for Iq4Nl {
@@ -192,16 +266,30 @@ unsafe fn tile_scalar<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
         let mut sums = [0f32; GROUP_ROWS];
         for (b, blk) in bytes.chunks_exact(block).enumerate() {
             // SAFETY: block b < nb of the column.
-            let (levels, d) = unsafe { (std::slice::from_raw_parts(act.levels.add(b * QK), QK), *act.scales.add(b)) };
+            let (levels, d, sum_a) = unsafe {
+                (std::slice::from_raw_parts(act.levels.add(b * QK), QK), *act.scales.add(b), *act.sums.add(b))
+            };
             for (r, sum) in sums.iter_mut().enumerate() {
-                // the row's quant bytes, gathered from the chunks
-                let mut qs = [0u8; QK];
-                let quants = F::PARTS.runs[1];
-                for (t, q) in qs[..quants.size].iter_mut().enumerate() {
-                    *q = blk[F::PARTS.position(quants.at + t, r)];
+                // the row's bytes of each run, gathered
+                let run = |i: usize| {
+                    let run = F::PARTS.runs[i];
+                    let mut bytes = [0u8; QK];
+                    for (t, byte) in bytes[..run.size].iter_mut().enumerate() {
+                        *byte = blk[F::PARTS.position(run.at + t, r)];
+                    }
+                    bytes
+                };
+                let qs = run(quants::<F>());
+                let qh = if F::FIFTH {
+                    u32::from_le_bytes(run(quants::<F>() - 1)[..4].try_into().unwrap_or_default())
+                } else {
+                    0
+                };
+                let dot: i32 = (0..QK).map(|i| level::<F>(&qs, qh, i) * i32::from(levels[i])).sum();
+                *sum += dot as f32 * (F::scale(&run(0)) * d);
+                if F::MIN {
+                    *sum += f16_scale(&run(1)) * (d * sum_a as f32);
                 }
-                let dot: i32 = (0..QK).map(|i| level::<F>(&qs, i) * i32::from(levels[i])).sum();
-                *sum += dot as f32 * (F::scale(&blk[F::PARTS.position(0, r)..]) * d);
             }
         }
         // SAFETY: the destination holds 16 floats (the caller's contract).
@@ -246,7 +334,7 @@ unsafe fn tile_avx512<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 unsafe fn group_sums<F: Format, const C: usize>(group: *const u8, nb: usize, acts: [ActRow; C]) -> [__m512; C] {
-    let (head, block) = (const { F::PARTS.packed(1) }, const { GROUP_ROWS * F::PARTS.block() });
+    let (head, block) = (const { F::PARTS.packed(quants::<F>()) }, const { GROUP_ROWS * F::PARTS.block() });
     // SAFETY: the table holds 16 bytes.
     let table = F::TABLE.map(|t| _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(t.as_ptr().cast()) }));
     let mut acc = [_mm512_setzero_ps(); C];
@@ -256,9 +344,14 @@ unsafe fn group_sums<F: Format, const C: usize>(group: *const u8, nb: usize, act
             let base = group.add(b * block);
             let d = F::scales(base);
             let qs = base.add(head);
+            let qh = if F::FIFTH {
+                _mm512_loadu_si512(base.add(const { F::PARTS.packed(quants::<F>() - 1) }).cast())
+            } else {
+                _mm512_setzero_si512()
+            };
             let mut sums: [__m512i; C] = std::array::from_fn(|c| _mm512_set1_epi32(-F::BIAS * *acts[c].sums.add(b)));
             for j in 0..4 {
-                let (lo, hi) = values::<F>(qs, j, table);
+                let (lo, hi) = values::<F>(qs, qh, j, table);
                 let (lo_at, hi_at) = offsets::<F>(j);
                 for c in 0..C {
                     let a = acts[c].levels.add(b * QK);
@@ -267,9 +360,14 @@ unsafe fn group_sums<F: Format, const C: usize>(group: *const u8, nb: usize, act
                     sums[c] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sums[c], lo, a_lo), hi, a_hi);
                 }
             }
+            let m = if F::MIN { f16_minimums(base.add(const { F::PARTS.packed(1) })) } else { _mm512_setzero_ps() };
             for c in 0..C {
-                let scale = _mm512_mul_ps(d, _mm512_set1_ps(*acts[c].scales.add(b)));
+                let da = *acts[c].scales.add(b);
+                let scale = _mm512_mul_ps(d, _mm512_set1_ps(da));
                 acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]), scale, acc[c]);
+                if F::MIN {
+                    acc[c] = _mm512_fmadd_ps(m, _mm512_set1_ps(da * *acts[c].sums.add(b) as f32), acc[c]);
+                }
             }
         }
     }
@@ -284,12 +382,16 @@ mod tests {
     fn levels_follow_each_format() {
         // every nibble, low then high
         let qs: [u8; 16] = std::array::from_fn(|i| (i as u8) | ((15 - i as u8) << 4));
-        let low = |f: fn(&[u8], usize) -> i32| (0..16).map(|i| f(&qs, i)).collect::<Vec<_>>();
+        let low = |f: fn(&[u8], u32, usize) -> i32| (0..16).map(|i| f(&qs, 0, i)).collect::<Vec<_>>();
         assert_eq!(low(level::<Iq4Nl>), IQ4_NL_LEVELS.map(i32::from));
         assert_eq!(low(level::<Mxfp4>), E2M1_DOUBLED.map(i32::from));
         assert_eq!(low(level::<Q4_0>), (-8..8).collect::<Vec<_>>());
-        assert_eq!(level::<Q4_0>(&qs, 16), 15 - 8);
-        assert_eq!(level::<Q8_0>(&[0x80; 32], 31), -128);
+        assert_eq!(level::<Q4_0>(&qs, 0, 16), 15 - 8);
+        assert_eq!(level::<Q8_0>(&[0x80; 32], 0, 31), -128);
+        // the fifth bit of value i is bit i of the word
+        assert_eq!(level::<Q5_0>(&qs, 1 << 17, 17), (14 | 16) - 16);
+        assert_eq!(level::<Q5_1>(&qs, 1 << 3, 3), 3 | 16);
+        assert_eq!(level::<Q4_1>(&qs, u32::MAX, 3), 3);
     }
 
     #[test]
