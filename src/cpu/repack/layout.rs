@@ -124,6 +124,9 @@ pub const fn parts(ty: Type) -> Option<Parts> {
             values: 32,
         }),
         Type::Q6_K => Some(Parts { runs: &Q6_K_RUNS, values: 256 }),
+        // floats in blocks of 32 values: one value (F32) or a pair of them per row and chunk
+        Type::F32 => Some(Parts { runs: &[Run { at: 0, size: 128, unit: 4 }], values: 32 }),
+        Type::F16 | Type::BF16 => Some(Parts { runs: &[Run { at: 0, size: 64, unit: 4 }], values: 32 }),
         // d, dmin, the packed 6-bit scales and minimums (three registers), the nibbles
         Type::Q4_K => Some(Parts {
             runs: &[
@@ -257,6 +260,9 @@ mod tests {
     #[test]
     fn every_byte_of_a_group_moves_once() {
         for ty in [
+            Type::F32,
+            Type::F16,
+            Type::BF16,
             Type::Q4_0,
             Type::Q4_1,
             Type::Q5_0,

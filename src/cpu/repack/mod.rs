@@ -4,7 +4,8 @@
 //! from them there; `set_tensor` then stores it in the interleaved [`layout`], which the
 //! matrix product reads in one stream (`kernels::matmul::repacked`).
 //!
-//! Only what the product computes is offered: MUL_MAT of 2-D Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4, Q4_K, Q5_K or Q6_K weights of
+//! Only what the product computes is offered: MUL_MAT of 2-D F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4, Q4_K, Q5_K or
+//! Q6_K weights of
 //! whole 16-row groups by F32 activations, on processors with the AVX-512 VNNI kernels.
 
 mod buffer;

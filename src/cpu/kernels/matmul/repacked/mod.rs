@@ -5,13 +5,15 @@
 //! `f32`, then the level sums the formats need as `i32` (of each block, or of each 16 levels).
 //! The weights take part as unsigned bytes `u = level + BIAS`, which `vpdpbusd` multiplies by
 //! the signed activation levels; the sums of each group of levels start from `−BIAS·Σa`, which
-//! leaves `Σ level·a` exactly ([`blocks`], [`q4_k`], [`q6_k`]).
+//! leaves `Σ level·a` exactly ([`blocks`], [`q4_k`], [`q6_k`]). Float weights ([`floats`]) take
+//! the activations as floats.
 //!
 //! A thread's task is a range of groups by a range of columns; it runs each group against its
 //! columns a tile at a time, so that a group's weights are read from memory once and the rest
 //! of its columns find them in cache.
 
 mod blocks;
+mod floats;
 mod q4_k;
 mod q6_k;
 
@@ -35,6 +37,22 @@ trait Scheme {
     const SUMS: usize;
     /// Columns per pass over a group (at most [`MAX_TILE_COLS`]).
     const TILE_COLS: usize;
+
+    /// Bytes of one column's activations of `n` values: by default levels, scales, sums.
+    fn column_size(n: usize) -> usize {
+        n / Self::QK * (Self::QK + 4 + 4 * Self::SUMS)
+    }
+
+    /// Converts blocks `first..` of a column of F32 values `x` (those blocks' values) into the
+    /// column's activations `acts`: by default quantized to Q8_0 (32-value blocks) or Q8_K.
+    ///
+    /// # Safety
+    /// `acts` is a column of [`Scheme::column_size`] bytes, whose blocks covered by `x` no
+    /// other thread touches meanwhile.
+    unsafe fn convert(x: &[f32], first: usize, acts: ActRow, simd: bool) {
+        // SAFETY: the caller's contract.
+        unsafe { quantize::<Self>(x, first, acts, simd) }
+    }
 
     /// Each column's 16 results for the group at `group` (of `nb` blocks), on the scalar path.
     ///
@@ -63,6 +81,9 @@ const fn parts_of(ty: Type) -> Parts {
 macro_rules! with_scheme {
     ($ty:expr, $f:ident($($args:expr),*)) => {
         match $ty {
+            Type::F32 => $f::<floats::Floats<floats::F32>>($($args),*),
+            Type::F16 => $f::<floats::Floats<floats::F16>>($($args),*),
+            Type::BF16 => $f::<floats::Floats<floats::Bf16>>($($args),*),
             Type::Q4_0 => $f::<blocks::Blocks<blocks::Q4_0>>($($args),*),
             Type::Q4_1 => $f::<blocks::Blocks<blocks::Q4_1>>($($args),*),
             Type::Q5_0 => $f::<blocks::Blocks<blocks::Q5_0>>($($args),*),
@@ -78,15 +99,10 @@ macro_rules! with_scheme {
     };
 }
 
-/// Bytes of one column's activations of `n` values: levels, scales, sums.
-fn column_size<S: Scheme>(n: usize) -> usize {
-    n / S::QK * (S::QK + 4 + 4 * S::SUMS)
-}
-
 /// Scratch bytes for a product of repacked `src0` by `src1`: the converted activations.
 pub(super) fn work_size(src0: &Tensor, src1: &Tensor) -> usize {
     fn size<S: Scheme>(n: usize, cols: usize) -> usize {
-        column_size::<S>(n) * cols + CACHE_LINE_SIZE
+        S::column_size(n) * cols + CACHE_LINE_SIZE
     }
     with_scheme!(src0.type_, size(src1.ne[0] as usize, (src1.ne[1] * src1.ne[2] * src1.ne[3]) as usize))
 }
@@ -94,6 +110,7 @@ pub(super) fn work_size(src0: &Tensor, src1: &Tensor) -> usize {
 /// One column's activations.
 #[derive(Clone, Copy)]
 struct ActRow {
+    /// The levels (the values of the float schemes, whose other pointers are unused).
     levels: *const i8,
     scales: *const f32,
     sums: *const i32,
@@ -103,7 +120,7 @@ impl ActRow {
     /// Column `col` of the activations at `acts`, of `n` values.
     fn at<S: Scheme>(acts: *const u8, n: usize, col: usize) -> ActRow {
         let nb = n / S::QK;
-        let levels = acts.wrapping_add(col * column_size::<S>(n));
+        let levels = acts.wrapping_add(col * S::column_size(n));
         let scales = levels.wrapping_add(nb * S::QK).cast::<f32>();
         ActRow { levels: levels.cast(), scales, sums: scales.wrapping_add(nb).cast() }
     }
@@ -112,13 +129,11 @@ impl ActRow {
 /// A column of a tile: its activations and where its group's 16 results go.
 type Column = (ActRow, *mut f32);
 
-/// Converts blocks `first..` of a column of F32 values `x` (those blocks' values) into the
-/// column's activations `acts`.
+/// [`Scheme::convert`] for the quantized schemes.
 ///
 /// # Safety
-/// `acts` is a column of [`column_size`] bytes for `n` values, whose blocks covered by `x` no
-/// other thread touches meanwhile.
-unsafe fn convert<S: Scheme>(x: &[f32], first: usize, acts: ActRow, simd: bool) {
+/// As for [`Scheme::convert`].
+unsafe fn quantize<S: Scheme + ?Sized>(x: &[f32], first: usize, acts: ActRow, simd: bool) {
     // SAFETY: (for each write below) block b of the column, the caller's contract.
     let store = |b: usize, qs: &[u8], d: f32, sums: &mut dyn Iterator<Item = i32>| unsafe {
         std::ptr::copy_nonoverlapping(qs.as_ptr(), acts.levels.add(b * S::QK).cast_mut().cast::<u8>(), S::QK);
@@ -171,7 +186,7 @@ fn run<S: Scheme>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Te
     let n = src0.ne[0] as usize;
     let ne = src1.ne;
     let cols = ne[1] * ne[2] * ne[3];
-    let needed = column_size::<S>(n) * cols as usize;
+    let needed = S::column_size(n) * cols as usize;
     crate::ggml_assert!(wsize >= needed, "mul_mat: scratch of {} bytes for repacked weights, {} needed", wsize, needed);
     let simd = use_simd(params);
     share_rows(params, cols, (n / S::QK) as i64, |r, first, last| {
@@ -181,7 +196,7 @@ fn run<S: Scheme>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Te
         let x = span::<f32>(src1, idx, first * S::QK, (last - first) * S::QK, &mut buf);
         // SAFETY: column r lies in the scratch (checked above); shares are disjoint until the
         // barrier.
-        unsafe { convert::<S>(x, first, ActRow::at::<S>(wdata, n, r as usize), simd) };
+        unsafe { S::convert(x, first, ActRow::at::<S>(wdata, n, r as usize), simd) };
     });
     params.barrier();
 
@@ -272,6 +287,9 @@ mod tests {
     #[test]
     fn repacked_products_equal_the_plain_ones() {
         for ty in [
+            Type::F32,
+            Type::F16,
+            Type::BF16,
             Type::Q4_0,
             Type::Q4_1,
             Type::Q5_0,
