@@ -152,6 +152,23 @@ pub const fn parts(ty: Type) -> Option<Parts> {
     }
 }
 
+/// The types [`parts`] has a layout for.
+pub const TYPES: [Type; 13] = [
+    Type::F32,
+    Type::F16,
+    Type::BF16,
+    Type::Q4_0,
+    Type::Q4_1,
+    Type::Q5_0,
+    Type::Q5_1,
+    Type::Q8_0,
+    Type::IQ4_NL,
+    Type::MXFP4,
+    Type::Q4_K,
+    Type::Q5_K,
+    Type::Q6_K,
+];
+
 /// Whether weights of type `ty` and `ne` can live in the layout: a format it takes, and whole
 /// groups of rows.
 pub fn takes(ty: Type, ne: [i64; 4]) -> bool {
@@ -259,21 +276,7 @@ mod tests {
 
     #[test]
     fn every_byte_of_a_group_moves_once() {
-        for ty in [
-            Type::F32,
-            Type::F16,
-            Type::BF16,
-            Type::Q4_0,
-            Type::Q4_1,
-            Type::Q5_0,
-            Type::Q5_1,
-            Type::IQ4_NL,
-            Type::MXFP4,
-            Type::Q8_0,
-            Type::Q4_K,
-            Type::Q5_K,
-            Type::Q6_K,
-        ] {
+        for ty in TYPES {
             let parts = parts(ty).expect("a layout");
             let size = 2 * GROUP_ROWS * parts.block();
             let (mut plain, mut packed) = (vec![0u8; size], vec![0u8; size]);
@@ -317,7 +320,8 @@ mod tests {
     }
 
     #[test]
-    fn only_whole_groups_of_the_nibble_formats_are_taken() {
+    fn only_whole_groups_of_the_formats_with_a_layout_are_taken() {
+        assert!(TYPES.iter().all(|&ty| parts(ty).is_some()));
         assert!(takes(Type::Q4_0, [64, 32, 1, 1]));
         assert!(takes(Type::MXFP4, [32, 16, 3, 1]));
         assert!(!takes(Type::Q4_0, [64, 24, 1, 1]));

@@ -306,22 +306,8 @@ unsafe fn tile_scalar<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 unsafe fn tile_avx512<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
-    macro_rules! arms {
-        ($($c:literal)*) => {
-            match cols.len() {
-                $($c => {
-                    // SAFETY: the caller's contract.
-                    let sums = unsafe { group_sums::<F, $c>(group, nb, std::array::from_fn(|k| cols[k].0)) };
-                    for (s, &(_, out)) in sums.iter().zip(cols) {
-                        // SAFETY: the destination holds 16 floats (the caller's contract).
-                        unsafe { _mm512_storeu_ps(out, *s) };
-                    }
-                })*
-                other => crate::ggml_abort!("mul_mat: {} columns in a repacked tile", other),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8);
+    // SAFETY: the caller's contract.
+    run_tile!(cols, |acts| unsafe { group_sums::<F, _>(group, nb, acts) }, 1 2 3 4 5 6 7 8);
 }
 
 /// The sixteen rows' products with `C` columns.

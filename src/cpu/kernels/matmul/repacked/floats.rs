@@ -203,32 +203,17 @@ impl<T: Float> Scheme for Floats<T> {
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]) {
         let bf16 = crate::cpu::kernels::features::features().avx512bf16;
-        macro_rules! arms {
-            ($($c:literal)*) => {
-                match cols.len() {
-                    $($c => {
-                        // SAFETY: the caller's contract.
-                        // (one or two columns keep four chains each, more one each: a multiply-add
-                        // waits four cycles for the one before)
-                        let acts = std::array::from_fn(|k| cols[k].0);
-                        let sums = unsafe {
-                            match ($c <= 2, T::TYPE == Type::BF16 && bf16) {
-                                (true, true) => bf16_pair_sums::<$c, 4>(group, nb, acts),
-                                (false, true) => bf16_pair_sums::<$c, 1>(group, nb, acts),
-                                (true, false) => group_sums::<T, $c, 4>(group, nb, acts),
-                                (false, false) => group_sums::<T, $c, 1>(group, nb, acts),
-                            }
-                        };
-                        for (s, &(_, out)) in sums.iter().zip(cols) {
-                            // SAFETY: the destination holds 16 floats (the caller's contract).
-                            unsafe { _mm512_storeu_ps(out, *s) };
-                        }
-                    })*
-                    other => crate::ggml_abort!("mul_mat: {} columns in a repacked float tile", other),
-                }
-            };
-        }
-        arms!(1 2 3 4 5 6 7 8);
+        // One or two columns keep four chains each, more one each: a multiply-add waits four
+        // cycles for the one before.
+        // SAFETY: the caller's contract.
+        run_tile!(cols, |acts| unsafe {
+            match (acts.len() <= 2, T::TYPE == Type::BF16 && bf16) {
+                (true, true) => bf16_pair_sums::<_, 4>(group, nb, acts),
+                (false, true) => bf16_pair_sums::<_, 1>(group, nb, acts),
+                (true, false) => group_sums::<T, _, 4>(group, nb, acts),
+                (false, false) => group_sums::<T, _, 1>(group, nb, acts),
+            }
+        }, 1 2 3 4 5 6 7 8);
     }
 }
 

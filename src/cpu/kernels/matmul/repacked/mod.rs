@@ -12,6 +12,26 @@
 //! columns a tile at a time, so that a group's weights are read from memory once and the rest
 //! of its columns find them in cache.
 
+/// For a tile of `$cols` (as many as one of the widths `$c`): binds `$acts` to the columns'
+/// activations, an array of the tile's width, runs `$sums` (the sixteen rows' results per
+/// column) and stores each column's results. (Defined before the modules that use it.)
+#[cfg(target_arch = "x86_64")]
+macro_rules! run_tile {
+    ($cols:expr, |$acts:ident| $sums:expr, $($c:literal)*) => {
+        match $cols.len() {
+            $($c => {
+                let $acts: [super::ActRow; $c] = std::array::from_fn(|k| $cols[k].0);
+                let sums: [std::arch::x86_64::__m512; $c] = $sums;
+                for (s, &(_, out)) in sums.iter().zip($cols) {
+                    // SAFETY: a tile's destinations hold 16 floats (`Scheme::tile_avx512`).
+                    unsafe { std::arch::x86_64::_mm512_storeu_ps(out, *s) };
+                }
+            })*
+            other => crate::ggml_abort!("mul_mat: {} columns in a repacked tile", other),
+        }
+    };
+}
+
 mod blocks;
 mod floats;
 mod q4_k;
@@ -286,21 +306,7 @@ mod tests {
 
     #[test]
     fn repacked_products_equal_the_plain_ones() {
-        for ty in [
-            Type::F32,
-            Type::F16,
-            Type::BF16,
-            Type::Q4_0,
-            Type::Q4_1,
-            Type::Q5_0,
-            Type::Q5_1,
-            Type::IQ4_NL,
-            Type::MXFP4,
-            Type::Q8_0,
-            Type::Q4_K,
-            Type::Q5_K,
-            Type::Q6_K,
-        ] {
+        for ty in layout::TYPES {
             // The plain Q4_1 and Q5_1 products take the activations' sums from Q8_1 blocks, where
             // they are rounded to F16; here they are exact.
             let tolerance = if matches!(ty, Type::Q4_1 | Type::Q5_1) { 1e-6 } else { 1e-10 };

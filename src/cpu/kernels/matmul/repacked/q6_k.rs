@@ -70,22 +70,8 @@ impl Scheme for Q6K {
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]) {
-        macro_rules! arms {
-            ($($c:literal)*) => {
-                match cols.len() {
-                    $($c => {
-                        // SAFETY: the caller's contract.
-                        let sums = unsafe { group_sums::<$c>(group, nb, std::array::from_fn(|k| cols[k].0)) };
-                        for (s, &(_, out)) in sums.iter().zip(cols) {
-                            // SAFETY: the destination holds 16 floats (the caller's contract).
-                            unsafe { _mm512_storeu_ps(out, *s) };
-                        }
-                    })*
-                    other => crate::ggml_abort!("mul_mat: {} columns in a repacked Q6_K tile", other),
-                }
-            };
-        }
-        arms!(1 2 3 4);
+        // SAFETY: the caller's contract.
+        run_tile!(cols, |acts| unsafe { group_sums::<_>(group, nb, acts) }, 1 2 3 4);
     }
 }
 
