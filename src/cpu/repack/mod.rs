@@ -40,8 +40,14 @@ pub fn is_repacked(t: &Tensor) -> bool {
 }
 
 /// Whether the CPU backend computes `op`, one of whose sources lies in a CPU_REPACK buffer:
-/// a MUL_MAT of repacked 2-D weights by F32 activations in host memory.
+/// a MUL_MAT of repacked 2-D weights by F32 activations in host memory; or, when no source is
+/// stored packed (the buffer keeps such tensors as written, in host memory), whatever the CPU
+/// kernels compute. (llama.cpp puts there every weight it checks with no op.)
 pub fn supports_op(op: &Tensor) -> bool {
+    // SAFETY: an op's sources are null or live tensors.
+    if !op.src.iter().any(|&s| unsafe { s.as_ref() }.is_some_and(is_repacked)) {
+        return crate::cpu::kernels::supports_op(op);
+    }
     // SAFETY: an op's sources are null or live tensors.
     let (Some(src0), Some(src1)) = (unsafe { op.src[0].as_ref() }, unsafe { op.src[1].as_ref() }) else {
         return false;
@@ -136,7 +142,13 @@ mod tests {
         assert_eq!(supports_op(&y), offered());
         assert!(!supports_op(&y_odd), "24 rows are not whole groups");
         let scaled = crate::core::ops::elementwise::scale(&mut c, w, 2.0);
-        assert!(!supports_op(&scaled));
+        assert!(!supports_op(&scaled) || !offered(), "a packed tensor serves MUL_MAT only");
+        // a tensor the layout does not take is plain data: any op of the CPU kernels
+        let norm = c.new_tensor(Type::F32, &[64, 1, 1, 1]);
+        norm.get_mut().buffer = placeholder.as_ptr().cast();
+        let scaled_norm = crate::core::ops::elementwise::scale(&mut c, norm, 2.0);
+        assert!(supports_op(&scaled_norm));
+        norm.get_mut().buffer = std::ptr::null_mut();
         for t in [w, odd] {
             t.get_mut().buffer = std::ptr::null_mut();
         }
