@@ -18,8 +18,8 @@ const HUGE_PAGE: usize = 2 << 20;
 /// Buffers from this size on start on a huge page and ask for huge pages.
 const HUGE_PAGE_BUFFER: usize = 16 * HUGE_PAGE;
 
-/// The tensor behind a pointer a buffer table entry received.
-fn tensor_ref<'a>(tensor: *const Tensor) -> &'a Tensor {
+/// The tensor behind a pointer a buffer table entry received (of any CPU buffer type).
+pub(crate) fn tensor_ref<'a>(tensor: *const Tensor) -> &'a Tensor {
     // SAFETY: ggml's dispatch only calls these entries with live tensors.
     match unsafe { tensor.as_ref() } {
         Some(t) => t,

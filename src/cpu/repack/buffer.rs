@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_void};
 
 use super::layout::{self, GROUP_ROWS};
 use crate::backend::buffer::StaticBufferType;
-use crate::backend::cpu_buffer::cpu_buffer_type_alloc_buffer;
+use crate::backend::cpu_buffer::{cpu_buffer_type_alloc_buffer, tensor_ref};
 use crate::backend::interface::{Buffer, BufferType, BufferTypeInterface};
 use crate::core::tensor::Tensor;
 
@@ -48,15 +48,6 @@ unsafe extern "C" fn alloc_buffer(buft: *mut BufferType, size: usize) -> *mut Bu
         b.iface.cpy_tensor = None;
     }
     buffer
-}
-
-/// The tensor behind a pointer a buffer entry received.
-fn tensor_ref<'a>(tensor: *const Tensor) -> &'a Tensor {
-    // SAFETY: ggml's dispatch only calls these entries with live tensors.
-    match unsafe { tensor.as_ref() } {
-        Some(t) => t,
-        None => crate::ggml_abort!("NULL tensor passed to a CPU_REPACK buffer"),
-    }
 }
 
 /// Whether `t`, allocated in a CPU_REPACK buffer, is stored packed: a tensor of its own (not a

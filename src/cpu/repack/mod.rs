@@ -11,7 +11,7 @@
 mod buffer;
 pub mod layout;
 
-use crate::backend::buffer::BufferTypePtr;
+use crate::backend::buffer::{BufferPtr, BufferTypePtr};
 use crate::backend::interface::Buffer;
 use crate::core::op::Op;
 use crate::core::tensor::Tensor;
@@ -53,12 +53,7 @@ pub fn supports_op(op: &Tensor) -> bool {
         return false;
     };
     // SAFETY: as above; a tensor's buffer is null or a live buffer.
-    let host = |t: &Tensor| {
-        unsafe { t.buffer.cast::<Buffer>().as_ref() }.is_none_or(|b| {
-            // SAFETY: a live buffer's type is a live buffer type.
-            unsafe { BufferTypePtr::from_raw(b.buft) }.is_none_or(|buft| buft.is_host())
-        })
-    };
+    let host = |t: &Tensor| unsafe { BufferPtr::from_raw(t.buffer.cast()) }.is_none_or(|b| b.is_host());
     op.op == Op::MUL_MAT
         && offered()
         && is_repacked(src0)

@@ -13,6 +13,8 @@
 use std::arch::x86_64::*;
 use std::marker::PhantomData;
 
+#[cfg(target_arch = "x86_64")]
+use super::f16x16;
 use super::{ActRow, Column, Parts, Scheme, parts_of};
 use crate::core::types::Type;
 use crate::cpu::repack::layout::GROUP_ROWS;
@@ -50,7 +52,7 @@ pub(super) trait Format {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
     unsafe fn scales(at: *const u8) -> __m512 {
         // SAFETY: the caller's contract: 16 F16 scales at `at`.
-        _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(at.cast()) })
+        unsafe { f16x16(at) }
     }
 }
 
@@ -135,18 +137,6 @@ unsafe fn values<F: Format>(qs: *const u8, qh: __m512i, j: usize, table: Option<
         Some(t) => (_mm512_shuffle_epi8(t, lo), _mm512_shuffle_epi8(t, hi)),
         None => (lo, hi),
     }
-}
-
-/// The sixteen rows' F16 minimums at `at`.
-///
-/// # Safety
-/// AVX-512; `at` holds sixteen F16 values.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-unsafe fn f16_minimums(at: *const u8) -> __m512 {
-    // SAFETY: the caller's contract.
-    _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(at.cast()) })
 }
 
 /// The unsigned bytes of a table of signed levels: each plus 128 (as `i8` bits, for
@@ -346,7 +336,7 @@ unsafe fn group_sums<F: Format, const C: usize>(group: *const u8, nb: usize, act
                     sums[c] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(sums[c], lo, a_lo), hi, a_hi);
                 }
             }
-            let m = if F::MIN { f16_minimums(base.add(const { F::PARTS.packed(1) })) } else { _mm512_setzero_ps() };
+            let m = if F::MIN { f16x16(base.add(const { F::PARTS.packed(1) })) } else { _mm512_setzero_ps() };
             for c in 0..C {
                 let da = *acts[c].scales.add(b);
                 let scale = _mm512_mul_ps(d, _mm512_set1_ps(da));

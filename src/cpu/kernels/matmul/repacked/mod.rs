@@ -97,6 +97,19 @@ const fn parts_of(ty: Type) -> Parts {
     }
 }
 
+/// Sixteen F16 values at `at` (a field of the 16 rows of a group block), widened.
+///
+/// # Safety
+/// AVX-512; `at` holds sixteen F16 values.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn f16x16(at: *const u8) -> std::arch::x86_64::__m512 {
+    use std::arch::x86_64::*;
+    // SAFETY: the caller's contract.
+    _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(at.cast()) })
+}
+
 /// `$f::<Scheme>($args)` for the weights' type.
 macro_rules! with_scheme {
     ($ty:expr, $f:ident($($args:expr),*)) => {

@@ -189,8 +189,8 @@ unsafe fn group_sums<const FIVE: bool, const C: usize>(
                     min_total[c] = _mm512_add_epi32(min_total[c], _mm512_mullo_epi32(m, sum));
                 }
             }
-            let d = _mm512_cvtph_ps(_mm256_loadu_si256(base.add(D).cast()));
-            let dmin = _mm512_cvtph_ps(_mm256_loadu_si256(base.add(DMIN).cast()));
+            let d = super::f16x16(base.add(D));
+            let dmin = super::f16x16(base.add(DMIN));
             for c in 0..C {
                 let da = _mm512_set1_ps(*acts[c].scales.add(b));
                 acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[c]), _mm512_mul_ps(d, da), acc[c]);

@@ -162,7 +162,7 @@ unsafe fn group_sums<const C: usize>(group: *const u8, nb: usize, acts: [super::
                     }
                 }
             }
-            let d = _mm512_cvtph_ps(_mm256_loadu_si256(base.add(D).cast()));
+            let d = super::f16x16(base.add(D));
             for c in 0..C {
                 let scale = _mm512_mul_ps(d, _mm512_set1_ps(*acts[c].scales.add(b)));
                 acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[c]), scale, acc[c]);
