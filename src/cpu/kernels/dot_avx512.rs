@@ -92,22 +92,39 @@ fn low_lanes(len: usize) -> u32 {
     ((1u64 << len) - 1) as u32
 }
 
-/// Values of `row` before its first address that is a multiple of `STEP` values (always below
-/// `STEP`, at most the row's length): a first short step of that many values makes the later
-/// vector loads of the row aligned. A load that straddles two cache lines costs about twice
-/// one that does not, and the weights' rows (4 of the 10 loads of a float tile's step) sit
-/// wherever the model file or the buffer put them, often 32 bytes off a line.
+/// The lanes `lo..hi` of a vector (`hi <= 32`).
+#[inline]
+fn lanes(lo: usize, hi: usize) -> u32 {
+    low_lanes(hi) & !low_lanes(lo)
+}
+
+/// Values of `row` before its first address that is a multiple of `STEP` values, rounded down
+/// to whole 32-bit lanes (`STEP / 16` values each) and at most the row's length: a first short
+/// step of that many values makes the later vector loads of the row aligned. A load that
+/// straddles two cache lines costs about twice one that does not, and the weights' rows (4 of
+/// the 10 loads of a float tile's step) sit wherever the model file or the buffer put them,
+/// often 32 bytes off a line.
 fn head<T, const STEP: usize>(row: &[T]) -> usize {
-    let width = STEP * size_of::<T>();
+    let (width, per_lane) = (STEP * size_of::<T>(), STEP / 16);
     let to_boundary = (width - row.as_ptr() as usize % width) % width;
-    if to_boundary.is_multiple_of(size_of::<T>()) { (to_boundary / size_of::<T>()).min(row.len()) } else { 0 }
+    if to_boundary.is_multiple_of(size_of::<T>()) {
+        (to_boundary / size_of::<T>()).min(row.len()) / per_lane * per_lane
+    } else {
+        0
+    }
 }
 
 /// R×C products of the weight `rows` (of `n` values each, the length of the first), `STEP`
-/// values per vector, the next tile's rows prefetched as it goes: `x(r, i, len)` and
-/// `y(c, i, len)` read `len <= STEP` values at `i` (zeros above `len`), `madd(a, b, acc)` adds
-/// their products to 16 `f32` lanes. The first step takes `head < STEP` values (none when
-/// 0), so that the steps after it start at an aligned address of the rows.
+/// values per vector, the next tile's rows prefetched as it goes: `x(r, i, mask)` and
+/// `y(c, i, mask)` read the values at `i + lane` into the lanes of `mask` (zeros elsewhere;
+/// `i` may be negative), `madd(a, b, acc)` adds their products to 16 `f32` lanes.
+///
+/// The first step takes `head` values (a multiple of the values per lane), so that the steps
+/// after it start at an aligned address of the rows. It reads them into the top lanes, so
+/// value j always goes to lane `(j - head) mod STEP`: each lane adds the same values in the
+/// same order as with no head, only in another lane, and the lanes are turned back before they
+/// are summed. The products are then the same bits wherever the rows lie: a model loaded
+/// from a mapped file computes what it computed when loaded into a buffer.
 // Rows and columns index the accumulator grid together.
 #[allow(clippy::needless_range_loop)]
 #[inline]
@@ -115,8 +132,8 @@ fn head<T, const STEP: usize>(row: &[T]) -> usize {
 fn float_tile<T, const R: usize, const C: usize, const STEP: usize, V: Copy>(
     rows: &[&[T]; R],
     head: usize,
-    x: impl Fn(usize, usize, usize) -> V,
-    y: impl Fn(usize, usize, usize) -> V,
+    x: impl Fn(usize, isize, u32) -> V,
+    y: impl Fn(usize, isize, u32) -> V,
     madd: impl Fn(V, V, __m512) -> __m512,
 ) -> [[f32; C]; R] {
     let n = rows[0].len();
@@ -124,14 +141,14 @@ fn float_tile<T, const R: usize, const C: usize, const STEP: usize, V: Copy>(
     // A macro and plain loops: a closure called twice (or through `array::from_fn`) is not
     // inlined, and would keep the accumulators or the loaded rows in memory.
     macro_rules! step {
-        ($i:expr, $len:expr) => {{
-            prefetch_next_tile(rows, $i, $len);
-            let mut xv = [x(0, $i, $len); R];
+        ($at:expr, $len:expr, $i:expr, $mask:expr) => {{
+            prefetch_next_tile(rows, $at, $len);
+            let mut xv = [x(0, $i, $mask); R];
             for r in 1..R {
-                xv[r] = x(r, $i, $len);
+                xv[r] = x(r, $i, $mask);
             }
             for c in 0..C {
-                let yv = y(c, $i, $len);
+                let yv = y(c, $i, $mask);
                 for r in 0..R {
                     acc[r][c] = madd(xv[r], yv, acc[r][c]);
                 }
@@ -139,15 +156,28 @@ fn float_tile<T, const R: usize, const C: usize, const STEP: usize, V: Copy>(
         }};
     }
     if head > 0 {
-        step!(0, head);
+        step!(0, head, head as isize - STEP as isize, lanes(STEP - head, STEP));
     }
     let mut i = head;
     while i + STEP <= n {
-        step!(i, STEP);
+        step!(i, STEP, i as isize, lanes(0, STEP));
         i += STEP;
     }
     if i < n {
-        step!(i, n - i);
+        step!(i, n - i, i as isize, lanes(0, n - i));
+    }
+    if head > 0 {
+        // lane k holds what lane k + head / (STEP / 16) holds with no head
+        let turn = _mm512_set1_epi32((head / (STEP / 16)) as i32);
+        let index = _mm512_and_si512(
+            _mm512_sub_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), turn),
+            _mm512_set1_epi32(15),
+        );
+        for row in acc.iter_mut() {
+            for a in row.iter_mut() {
+                *a = _mm512_permutexvar_ps(index, *a);
+            }
+        }
     }
     sums(&acc)
 }
@@ -156,16 +186,17 @@ fn float_tile<T, const R: usize, const C: usize, const STEP: usize, V: Copy>(
 /// The processor has the features of `has_avx512`; every row holds as many values as `x[0]`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn f32_tile<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f32]; C]) -> [[f32; C]; R] {
-    // SAFETY (both loads): lanes i..i + len lie in the row (the tile reads below the common
-    // length); the other lanes are masked off and not touched.
-    let load = |row: &[f32], i: usize, len: usize| unsafe {
-        _mm512_maskz_loadu_ps(low_lanes(len) as __mmask16, row.as_ptr().add(i))
+    // SAFETY (both loads): the values of the lanes read lie in the row (the tile reads them
+    // below the common length); the other lanes are masked off, and not touched even where
+    // their addresses lie outside the row.
+    let load = |row: &[f32], i: isize, mask: u32| unsafe {
+        _mm512_maskz_loadu_ps(mask as __mmask16, row.as_ptr().wrapping_offset(i))
     };
     float_tile::<_, R, C, 16, __m512>(
         x,
         head::<_, 16>(x[0]),
-        |r, i, len| load(x[r], i, len),
-        |c, i, len| load(y[c], i, len),
+        |r, i, mask| load(x[r], i, mask),
+        |c, i, mask| load(y[c], i, mask),
         |a, b, acc| _mm512_fmadd_ps(a, b, acc),
     )
 }
@@ -175,14 +206,14 @@ pub unsafe fn f32_tile<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn f16_tile<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u16]; C]) -> [[f32; C]; R] {
     // SAFETY: as in `f32_tile`.
-    let load = |row: &[u16], i: usize, len: usize| unsafe {
-        _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(low_lanes(len) as __mmask16, row.as_ptr().add(i).cast()))
+    let load = |row: &[u16], i: isize, mask: u32| unsafe {
+        _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask as __mmask16, row.as_ptr().wrapping_offset(i).cast()))
     };
     float_tile::<_, R, C, 16, __m512>(
         x,
         head::<_, 16>(x[0]),
-        |r, i, len| load(x[r], i, len),
-        |c, i, len| load(y[c], i, len),
+        |r, i, mask| load(x[r], i, mask),
+        |c, i, mask| load(y[c], i, mask),
         |a, b, acc| _mm512_fmadd_ps(a, b, acc),
     )
 }
@@ -207,14 +238,14 @@ pub unsafe fn bf16_tile<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")]
 unsafe fn bf16_dot_pairs<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
     // SAFETY: as in `f32_tile`; the transmute reads 512 bits of bfloat16 lanes as such.
-    let load = |row: &[Bf16], i: usize, len: usize| unsafe {
-        std::mem::transmute::<__m512i, __m512bh>(_mm512_maskz_loadu_epi16(low_lanes(len), row.as_ptr().add(i).cast()))
+    let load = |row: &[Bf16], i: isize, mask: u32| unsafe {
+        std::mem::transmute::<__m512i, __m512bh>(_mm512_maskz_loadu_epi16(mask, row.as_ptr().wrapping_offset(i).cast()))
     };
     float_tile::<_, R, C, 32, __m512bh>(
         x,
         head::<_, 32>(x[0]),
-        |r, i, len| load(x[r], i, len),
-        |c, i, len| load(y[c], i, len),
+        |r, i, mask| load(x[r], i, mask),
+        |c, i, mask| load(y[c], i, mask),
         |a, b, acc| _mm512_dpbf16_ps(acc, a, b),
     )
 }
@@ -226,15 +257,15 @@ unsafe fn bf16_dot_pairs<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 unsafe fn bf16_widened<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
     // SAFETY: as in `f32_tile`.
-    let load = |row: &[Bf16], i: usize, len: usize| unsafe {
-        let h = _mm256_maskz_loadu_epi16(low_lanes(len) as __mmask16, row.as_ptr().add(i).cast());
+    let load = |row: &[Bf16], i: isize, mask: u32| unsafe {
+        let h = _mm256_maskz_loadu_epi16(mask as __mmask16, row.as_ptr().wrapping_offset(i).cast());
         _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
     };
     float_tile::<_, R, C, 16, __m512>(
         x,
         head::<_, 16>(x[0]),
-        |r, i, len| load(x[r], i, len),
-        |c, i, len| load(y[c], i, len),
+        |r, i, mask| load(x[r], i, mask),
+        |c, i, mask| load(y[c], i, mask),
         |a, b, acc| _mm512_fmadd_ps(a, b, acc),
     )
 }
@@ -627,6 +658,53 @@ mod tests {
             check::<u16>(n, &xs.iter().map(half).collect::<Vec<_>>(), &ys.iter().map(half).collect::<Vec<_>>());
             let bf = |v: &Vec<f32>| v.iter().map(|&a| fp32_to_bf16(a)).collect::<Vec<Bf16>>();
             check::<Bf16>(n, &xs.iter().map(bf).collect::<Vec<_>>(), &ys.iter().map(bf).collect::<Vec<_>>());
+        }
+    }
+
+    /// The rows' values at every offset from a 64-byte boundary: the first step differs (the
+    /// head), the products must not, to the bit.
+    #[test]
+    fn float_products_do_not_depend_on_where_the_rows_lie() {
+        if !crate::cpu::kernels::features::has_avx512() {
+            return;
+        }
+        fn at_every_offset<T: Copy>(
+            xs: &[Vec<T>],
+            ys: &[Vec<T>],
+            tile: impl Fn(&[&[T]; 2], &[&[T]; 3]) -> [[f32; 3]; 2],
+        ) {
+            let n = xs[0].len();
+            let lanes = 64 / size_of::<T>();
+            let mut first = None;
+            for offset in 0..lanes {
+                // room for the offset, then rows that keep it (whole 64-byte strides)
+                let stride = (offset + n).next_multiple_of(lanes);
+                let mut store = vec![[0u8; 64]; xs.len() * stride * size_of::<T>() / 64 + 1];
+                // SAFETY: 64-byte units viewed as T (plain data, alignment at most 64).
+                let all =
+                    unsafe { std::slice::from_raw_parts_mut(store.as_mut_ptr().cast::<T>(), store.len() * lanes) };
+                for (k, x) in xs.iter().enumerate() {
+                    all[k * stride + offset..][..n].copy_from_slice(x);
+                }
+                let rows: [&[T]; 2] = std::array::from_fn(|k| &all[k * stride + offset..][..n]);
+                let cols: [&[T]; 3] = std::array::from_fn(|c| ys[c].as_slice());
+                let got = tile(&rows, &cols).map(|r| r.map(f32::to_bits));
+                assert_eq!(*first.get_or_insert(got), got, "n={n} offset {offset}");
+            }
+        }
+        for n in [5usize, 16, 31, 33, 100, 257] {
+            let (xs, ys) = (rows(n, 2, 11), rows(n, 3, 300));
+            // SAFETY (all four): AVX-512 was checked; the rows have the same length.
+            at_every_offset(&xs, &ys, |x, y| unsafe { f32_tile::<2, 3>(x, y) });
+            let half = |v: &Vec<f32>| v.iter().map(|&a| fp32_to_fp16(a)).collect::<Vec<u16>>();
+            let (hx, hy): (Vec<_>, Vec<_>) = (xs.iter().map(half).collect(), ys.iter().map(half).collect());
+            at_every_offset(&hx, &hy, |x, y| unsafe { f16_tile::<2, 3>(x, y) });
+            let bf = |v: &Vec<f32>| v.iter().map(|&a| fp32_to_bf16(a)).collect::<Vec<Bf16>>();
+            let (bx, by): (Vec<_>, Vec<_>) = (xs.iter().map(bf).collect(), ys.iter().map(bf).collect());
+            at_every_offset(&bx, &by, |x, y| unsafe { bf16_widened::<2, 3>(x, y) });
+            if features().avx512bf16 {
+                at_every_offset(&bx, &by, |x, y| unsafe { bf16_dot_pairs::<2, 3>(x, y) });
+            }
         }
     }
 
