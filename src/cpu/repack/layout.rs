@@ -2,8 +2,9 @@
 //!
 //! A block of a format here is a few fields (scales, quants, high bits); the formats are the
 //! 32-value blocks Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 (scales, fifth bits and 16 bytes of
-//! nibbles) and Q8_0 (a scale and 32 bytes), and the super-blocks Q4_K, Q5_K and Q6_K. A matrix's rows are taken sixteen at a time, a
-//! *group*; a group keeps the bytes of its sixteen rows, and within it block `b` of all sixteen
+//! nibbles) and Q8_0 (a scale and 32 bytes), the super-blocks Q2_K, Q4_K, Q5_K, Q6_K and
+//! TQ2_0, and F32, F16 and BF16 (blocks of 32 values). A matrix's rows are taken sixteen at a
+//! time, a *group*; a group keeps the bytes of its sixteen rows, and within it block `b` of all sixteen
 //! rows lies together, field by field, each field in *units* of a few bytes taken from the
 //! sixteen rows in turn:
 //!
@@ -127,6 +128,20 @@ pub const fn parts(ty: Type) -> Option<Parts> {
         // floats in blocks of 32 values: one value (F32) or a pair of them per row and chunk
         Type::F32 => Some(Parts { runs: &[Run { at: 0, size: 128, unit: 4 }], values: 32 }),
         Type::F16 | Type::BF16 => Some(Parts { runs: &[Run { at: 0, size: 64, unit: 4 }], values: 32 }),
+        // d, dmin, the 4-bit scales and minimums (four registers), the 2-bit fields
+        Type::Q2_K => Some(Parts {
+            runs: &[
+                Run { at: 80, size: 2, unit: 2 },
+                Run { at: 82, size: 2, unit: 2 },
+                Run { at: 0, size: 16, unit: 4 },
+                Run { at: 16, size: 64, unit: 4 },
+            ],
+            values: 256,
+        }),
+        // d, the 2-bit fields
+        Type::TQ2_0 => {
+            Some(Parts { runs: &[Run { at: 64, size: 2, unit: 2 }, Run { at: 0, size: 64, unit: 4 }], values: 256 })
+        }
         // d, dmin, the packed 6-bit scales and minimums (three registers), the nibbles
         Type::Q4_K => Some(Parts {
             runs: &[
@@ -153,7 +168,7 @@ pub const fn parts(ty: Type) -> Option<Parts> {
 }
 
 /// The types [`parts`] has a layout for.
-pub const TYPES: [Type; 13] = [
+pub const TYPES: [Type; 15] = [
     Type::F32,
     Type::F16,
     Type::BF16,
@@ -164,6 +179,8 @@ pub const TYPES: [Type; 13] = [
     Type::Q8_0,
     Type::IQ4_NL,
     Type::MXFP4,
+    Type::Q2_K,
+    Type::TQ2_0,
     Type::Q4_K,
     Type::Q5_K,
     Type::Q6_K,

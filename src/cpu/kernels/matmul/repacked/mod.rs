@@ -34,6 +34,7 @@ macro_rules! run_tile {
 
 mod blocks;
 mod floats;
+mod q2_k;
 mod q4_k;
 mod q6_k;
 
@@ -110,6 +111,15 @@ unsafe fn f16x16(at: *const u8) -> std::arch::x86_64::__m512 {
     _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(at.cast()) })
 }
 
+/// Byte `k` (0..4) of each 32-bit lane.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn lane_byte(v: std::arch::x86_64::__m512i, k: usize) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::*;
+    _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(8 * k as i32)), _mm512_set1_epi32(0xff))
+}
+
 /// `$f::<Scheme>($args)` for the weights' type.
 macro_rules! with_scheme {
     ($ty:expr, $f:ident($($args:expr),*)) => {
@@ -124,6 +134,8 @@ macro_rules! with_scheme {
             Type::IQ4_NL => $f::<blocks::Blocks<blocks::Iq4Nl>>($($args),*),
             Type::MXFP4 => $f::<blocks::Blocks<blocks::Mxfp4>>($($args),*),
             Type::Q8_0 => $f::<blocks::Blocks<blocks::Q8_0>>($($args),*),
+            Type::Q2_K => $f::<q2_k::TwoBit<true>>($($args),*),
+            Type::TQ2_0 => $f::<q2_k::TwoBit<false>>($($args),*),
             Type::Q4_K => $f::<q4_k::NibbleK<false>>($($args),*),
             Type::Q5_K => $f::<q4_k::NibbleK<true>>($($args),*),
             Type::Q6_K => $f::<q6_k::Q6K>($($args),*),

@@ -89,14 +89,6 @@ impl<const FIVE: bool> Scheme for NibbleK<FIVE> {
     }
 }
 
-/// Byte `k` (0..4) of each 32-bit lane.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn lane_byte(v: __m512i, k: usize) -> __m512i {
-    _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(8 * k as i32)), _mm512_set1_epi32(0xff))
-}
-
 /// The sixteen rows' products with `C` columns.
 ///
 /// # Safety
@@ -174,15 +166,15 @@ unsafe fn group_sums<const FIVE: bool, const C: usize>(
                 }
                 // sub-blocks 2j (low nibbles) and 2j + 1 (high)
                 let (s_lo, s_hi) = (2 * j, 2 * j + 1);
-                let sc_lo = lane_byte(scales[s_lo / 4], s_lo % 4);
-                let sc_hi = lane_byte(scales[s_hi / 4], s_hi % 4);
+                let sc_lo = super::lane_byte(scales[s_lo / 4], s_lo % 4);
+                let sc_hi = super::lane_byte(scales[s_hi / 4], s_hi % 4);
                 for c in 0..C {
                     total[c] = _mm512_add_epi32(total[c], _mm512_mullo_epi32(lo[c], sc_lo));
                     total[c] = _mm512_add_epi32(total[c], _mm512_mullo_epi32(hi[c], sc_hi));
                 }
             }
             for s in 0..8 {
-                let m = lane_byte(mins[s / 4], s % 4);
+                let m = super::lane_byte(mins[s / 4], s % 4);
                 for c in 0..C {
                     let bsums = acts[c].sums.add(b * 16 + 2 * s);
                     let sum = _mm512_set1_epi32(*bsums + *bsums.add(1));
