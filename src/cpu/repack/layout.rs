@@ -2,8 +2,8 @@
 //!
 //! A block of a format here is a few fields (scales, quants, high bits); the formats are the
 //! 32-value blocks Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 (scales, fifth bits and 16 bytes of
-//! nibbles) and Q8_0 (a scale and 32 bytes), the super-blocks Q2_K, Q4_K, Q5_K, Q6_K and
-//! TQ2_0, and F32, F16 and BF16 (blocks of 32 values). A matrix's rows are taken sixteen at a
+//! nibbles) and Q8_0 (a scale and 32 bytes), the super-blocks Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS
+//! and TQ2_0, and F32, F16 and BF16 (blocks of 32 values). A matrix's rows are taken sixteen at a
 //! time, a *group*; a group keeps the bytes of its sixteen rows, and within it block `b` of all sixteen
 //! rows lies together, field by field, each field in *units* of a few bytes taken from the
 //! sixteen rows in turn:
@@ -128,6 +128,16 @@ pub const fn parts(ty: Type) -> Option<Parts> {
         // floats in blocks of 32 values: one value (F32) or a pair of them per row and chunk
         Type::F32 => Some(Parts { runs: &[Run { at: 0, size: 128, unit: 4 }], values: 32 }),
         Type::F16 | Type::BF16 => Some(Parts { runs: &[Run { at: 0, size: 64, unit: 4 }], values: 32 }),
+        // d, the scales' high bits (a word per row) and low bits (four bytes per row), the nibbles
+        Type::IQ4_XS => Some(Parts {
+            runs: &[
+                Run { at: 0, size: 2, unit: 2 },
+                Run { at: 2, size: 2, unit: 2 },
+                Run { at: 4, size: 4, unit: 4 },
+                Run { at: 8, size: 128, unit: 4 },
+            ],
+            values: 256,
+        }),
         // d, dmin, the 4-bit scales and minimums (four registers), the 2-bit fields
         Type::Q2_K => Some(Parts {
             runs: &[
@@ -168,7 +178,7 @@ pub const fn parts(ty: Type) -> Option<Parts> {
 }
 
 /// The types [`parts`] has a layout for.
-pub const TYPES: [Type; 15] = [
+pub const TYPES: [Type; 16] = [
     Type::F32,
     Type::F16,
     Type::BF16,
@@ -179,6 +189,7 @@ pub const TYPES: [Type; 15] = [
     Type::Q8_0,
     Type::IQ4_NL,
     Type::MXFP4,
+    Type::IQ4_XS,
     Type::Q2_K,
     Type::TQ2_0,
     Type::Q4_K,

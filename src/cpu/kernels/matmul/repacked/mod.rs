@@ -34,6 +34,7 @@ macro_rules! run_tile {
 
 mod blocks;
 mod floats;
+mod iq4_xs;
 mod q2_k;
 mod q4_k;
 mod q6_k;
@@ -134,6 +135,7 @@ macro_rules! with_scheme {
             Type::IQ4_NL => $f::<blocks::Blocks<blocks::Iq4Nl>>($($args),*),
             Type::MXFP4 => $f::<blocks::Blocks<blocks::Mxfp4>>($($args),*),
             Type::Q8_0 => $f::<blocks::Blocks<blocks::Q8_0>>($($args),*),
+            Type::IQ4_XS => $f::<iq4_xs::Iq4Xs>($($args),*),
             Type::Q2_K => $f::<q2_k::TwoBit<true>>($($args),*),
             Type::TQ2_0 => $f::<q2_k::TwoBit<false>>($($args),*),
             Type::Q4_K => $f::<q4_k::NibbleK<false>>($($args),*),
