@@ -2,7 +2,7 @@
 //!
 //! A block of a format here is a few fields (scales, quants, high bits); the formats are the
 //! 32-value blocks Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 (scales, fifth bits and 16 bytes of
-//! nibbles) and Q8_0 (a scale and 32 bytes), the super-blocks Q2_K, Q4_K, Q5_K, Q6_K, IQ4_XS
+//! nibbles) and Q8_0 (a scale and 32 bytes), the super-blocks Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS
 //! and TQ2_0, and F32, F16 and BF16 (blocks of 32 values). A matrix's rows are taken sixteen at a
 //! time, a *group*; a group keeps the bytes of its sixteen rows, and within it block `b` of all sixteen
 //! rows lies together, field by field, each field in *units* of a few bytes taken from the
@@ -148,6 +148,16 @@ pub const fn parts(ty: Type) -> Option<Parts> {
             ],
             values: 256,
         }),
+        // d, the packed 6-bit scales (three registers), the third bits, the 2-bit fields
+        Type::Q3_K => Some(Parts {
+            runs: &[
+                Run { at: 108, size: 2, unit: 2 },
+                Run { at: 96, size: 12, unit: 4 },
+                Run { at: 0, size: 32, unit: 4 },
+                Run { at: 32, size: 64, unit: 4 },
+            ],
+            values: 256,
+        }),
         // d, the 2-bit fields
         Type::TQ2_0 => {
             Some(Parts { runs: &[Run { at: 64, size: 2, unit: 2 }, Run { at: 0, size: 64, unit: 4 }], values: 256 })
@@ -178,7 +188,7 @@ pub const fn parts(ty: Type) -> Option<Parts> {
 }
 
 /// The types [`parts`] has a layout for.
-pub const TYPES: [Type; 16] = [
+pub const TYPES: [Type; 17] = [
     Type::F32,
     Type::F16,
     Type::BF16,
@@ -191,6 +201,7 @@ pub const TYPES: [Type; 16] = [
     Type::MXFP4,
     Type::IQ4_XS,
     Type::Q2_K,
+    Type::Q3_K,
     Type::TQ2_0,
     Type::Q4_K,
     Type::Q5_K,
@@ -354,6 +365,6 @@ mod tests {
         assert!(takes(Type::MXFP4, [32, 16, 3, 1]));
         assert!(!takes(Type::Q4_0, [64, 24, 1, 1]));
         assert!(takes(Type::Q8_0, [64, 32, 1, 1]));
-        assert!(!takes(Type::Q3_K, [256, 32, 1, 1]));
+        assert!(!takes(Type::IQ2_XS, [256, 32, 1, 1]));
     }
 }

@@ -85,7 +85,7 @@ mod tests {
     fn tensors_read_back_what_was_written_whatever_the_range() {
         let mut c = no_alloc_ctx();
         let w = c.new_tensor(Type::IQ4_NL, &[64, 48, 1, 1]);
-        let other = c.new_tensor(Type::Q3_K, &[256, 48, 1, 1]);
+        let other = c.new_tensor(Type::IQ2_XS, &[256, 48, 1, 1]);
         let buffer = alloc_ctx_tensors(&c, buffer_type()).expect("a CPU_REPACK buffer");
         assert_eq!(buffer.buft().name_lossy(), "CPU_REPACK");
         assert!(!buffer.is_host());
