@@ -127,7 +127,8 @@ pub const fn parts(ty: Type) -> Option<Parts> {
         Type::Q6_K => Some(Parts { runs: &Q6_K_RUNS, values: 256 }),
         // floats in blocks of 32 values: one value (F32) or a pair of them per row and chunk
         Type::F32 => Some(Parts { runs: &[Run { at: 0, size: 128, unit: 4 }], values: 32 }),
-        Type::F16 | Type::BF16 => Some(Parts { runs: &[Run { at: 0, size: 64, unit: 4 }], values: 32 }),
+        Type::F16 => Some(Parts { runs: &[Run { at: 0, size: 64, unit: 2 }], values: 32 }),
+        Type::BF16 => Some(Parts { runs: &[Run { at: 0, size: 64, unit: 4 }], values: 32 }),
         // d, the scales' high bits (a word per row) and low bits (four bytes per row), the nibbles
         Type::IQ4_XS => Some(Parts {
             runs: &[

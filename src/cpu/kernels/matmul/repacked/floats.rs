@@ -1,12 +1,11 @@
 //! Float weights (F32, F16, BF16) in the repacked layout, against F32 activations rounded as
 //! ggml rounds them for each (to F16 for F16 weights, to BF16 for BF16 weights).
 //!
-//! A chunk holds one value of each of sixteen rows (F32, F16) or a pair of consecutive values
-//! (BF16, for `vdpbf16ps` where the processor has it), so a product is one multiply-add per
-//! value (or pair) and chunk against the activation value broadcast, the sixteen rows' sums in
-//! their lanes. The products are
-//! added in `f32` in one or four chains per column, an order of their own (ggml's own kernels
-//! each keep another).
+//! A chunk holds one value of each of sixteen rows (F32; F16, widened by one `vcvtph2ps`) or a
+//! pair of consecutive values (BF16, for `vdpbf16ps` where the processor has it), so a product
+//! is one multiply-add per value (or pair) and chunk against the activation value broadcast,
+//! the sixteen rows' sums in their lanes. The products are added in `f32` in one or four chains
+//! per column, an order of their own (ggml's own kernels each keep another).
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -57,7 +56,7 @@ pub(super) trait Float {
     }
 
     /// The sixteen rows' values of one chunk at `at`, widened: the even and the odd values of
-    /// the pairs, or (F32) the values twice.
+    /// the pairs, or (one value per row) the values twice.
     ///
     /// # Safety
     /// AVX-512 (F, BW); `at` holds a chunk.
@@ -94,7 +93,6 @@ impl Float for F32 {
 impl Float for F16 {
     const TYPE: Type = Type::F16;
     const SIZE: usize = 2;
-    const PAIRS: bool = true;
 
     fn value(bytes: &[u8], i: usize) -> f32 {
         fp16_to_fp32(u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]]))
@@ -109,10 +107,8 @@ impl Float for F16 {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
     unsafe fn widen(at: *const u8) -> (__m512, __m512) {
         // SAFETY: the caller's contract.
-        let chunk = unsafe { _mm512_loadu_si512(at.cast()) };
-        let even = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(chunk));
-        let odd = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(chunk)));
-        (even, odd)
+        let v = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(at.cast()) });
+        (v, v)
     }
 }
 
@@ -234,17 +230,22 @@ unsafe fn group_sums<T: Float, const C: usize, const CHAINS: usize>(
 ) -> [__m512; C] {
     let (per_chunk, chunk) = (Floats::<T>::PER_CHUNK, Floats::<T>::CHUNK);
     let mut acc = [[_mm512_setzero_ps(); CHAINS]; C];
-    for k in 0..nb * QK / per_chunk {
-        // SAFETY: chunk k of the group's nb blocks, and its values of each column (the
-        // caller's contract).
-        unsafe {
-            let (even, odd) = T::widen(group.add(chunk * k));
-            for c in 0..C {
-                let i = per_chunk * k;
-                let chain = &mut acc[c][k % CHAINS];
-                *chain = _mm512_fmadd_ps(even, _mm512_set1_ps(T::act(acts[c].levels, i)), *chain);
-                if T::PAIRS {
-                    *chain = _mm512_fmadd_ps(odd, _mm512_set1_ps(T::act(acts[c].levels, i + 1)), *chain);
+    // (chain `ch` of each step of CHAINS chunks: a constant index, so the chains stay in
+    // registers)
+    for step in (0..nb * QK / per_chunk).step_by(CHAINS) {
+        for ch in 0..CHAINS {
+            let k = step + ch;
+            // SAFETY: chunk k of the group's nb blocks (whose chunks are a multiple of CHAINS),
+            // and its values of each column (the caller's contract).
+            unsafe {
+                let (even, odd) = T::widen(group.add(chunk * k));
+                for c in 0..C {
+                    let i = per_chunk * k;
+                    let chain = &mut acc[c][ch];
+                    *chain = _mm512_fmadd_ps(even, _mm512_set1_ps(T::act(acts[c].levels, i)), *chain);
+                    if T::PAIRS {
+                        *chain = _mm512_fmadd_ps(odd, _mm512_set1_ps(T::act(acts[c].levels, i + 1)), *chain);
+                    }
                 }
             }
         }
@@ -266,16 +267,19 @@ unsafe fn bf16_pair_sums<const C: usize, const CHAINS: usize>(
     acts: [ActRow; C],
 ) -> [__m512; C] {
     let mut acc = [[_mm512_setzero_ps(); CHAINS]; C];
-    for k in 0..nb * QK / 2 {
-        // SAFETY: as in group_sums; a bfloat16 pair and a register are plain bits.
-        unsafe {
-            let w = std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(group.add(64 * k).cast()));
-            for c in 0..C {
-                // the activations' bfloat16 pair k, broadcast
-                let pair = acts[c].levels.cast::<i32>().add(k).read_unaligned();
-                let y = std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(pair));
-                let chain = &mut acc[c][k % CHAINS];
-                *chain = _mm512_dpbf16_ps(*chain, w, y);
+    for step in (0..nb * QK / 2).step_by(CHAINS) {
+        for ch in 0..CHAINS {
+            let k = step + ch;
+            // SAFETY: as in group_sums; a bfloat16 pair and a register are plain bits.
+            unsafe {
+                let w = std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(group.add(64 * k).cast()));
+                for c in 0..C {
+                    // the activations' bfloat16 pair k, broadcast
+                    let pair = acts[c].levels.cast::<i32>().add(k).read_unaligned();
+                    let y = std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(pair));
+                    let chain = &mut acc[c][ch];
+                    *chain = _mm512_dpbf16_ps(*chain, w, y);
+                }
             }
         }
     }
