@@ -11,9 +11,12 @@
 //!   and `scale` first round the factor to binary16, then fuse or multiply in binary16. The
 //!   rest of a row (below a multiple of 128) goes element by element: products summed in
 //!   `f64` for the dot product, `f32` arithmetic rounded to binary16 for `mad` and `scale`.
-//! * Otherwise ([`HalfMath::Lanes`], F16C): values are widened to `f32`; a dot product keeps
-//!   four 8-lane `f32` accumulators over blocks of 32 values (the rest in `f64`), `mad` is one
-//!   `f32` fused multiply-add and `scale` one `f32` product per element, rounded to binary16.
+//! * AVX-512F without AVX512-FP16 ([`HalfMath::Wide`]): values are widened to `f32`; a dot
+//!   product keeps four 16-lane `f32` accumulators over blocks of 64 values (the rest in
+//!   `f64`), `mad` is one `f32` fused multiply-add and `scale` one `f32` product per element,
+//!   rounded to binary16.
+//! * Otherwise ([`HalfMath::Lanes`], F16C): the same with four 8-lane accumulators over blocks
+//!   of 32 values.
 //!
 //! Each operation has a scalar model and a SIMD version, bit for bit the same; the SIMD
 //! version is taken when asked for and the processor has it.
@@ -30,20 +33,32 @@ const FP16_LANES: usize = 32;
 const LANES_BLOCK: usize = 32;
 /// Lanes of one AVX register.
 const LANES: usize = 8;
+/// Values per block of the 16-lane dot product (`GGML_F16_STEP` with AVX-512F).
+const WIDE_BLOCK: usize = 64;
+/// Lanes of one AVX-512 register of `f32`.
+const WIDE_LANES: usize = 16;
 
 /// How binary16 rows are computed (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum HalfMath {
     /// Blocks of 128 values in binary16 arithmetic (AVX512-FP16).
     Fp16,
-    /// Widened to `f32` lanes (F16C, and the scalar build).
+    /// Widened to 16 `f32` lanes (AVX-512F).
+    Wide,
+    /// Widened to 8 `f32` lanes (F16C, and the scalar build).
     Lanes,
 }
 
 impl HalfMath {
     /// What ggml built for this processor does.
     pub(super) fn native() -> HalfMath {
-        if fp16_hardware() { HalfMath::Fp16 } else { HalfMath::Lanes }
+        if fp16_hardware() {
+            HalfMath::Fp16
+        } else if wide_hardware() {
+            HalfMath::Wide
+        } else {
+            HalfMath::Lanes
+        }
     }
 
     /// Where the SIMD blocks of an `n`-value dot product end; the rest is summed in `f64`, one
@@ -51,6 +66,7 @@ impl HalfMath {
     fn dot_blocks_end(self, n: usize) -> usize {
         match self {
             HalfMath::Fp16 => n - n % FP16_BLOCK,
+            HalfMath::Wide => n - n % WIDE_BLOCK,
             HalfMath::Lanes => n - n % LANES_BLOCK,
         }
     }
@@ -60,7 +76,7 @@ impl HalfMath {
     fn fp16_blocks_end(self, n: usize) -> usize {
         match self {
             HalfMath::Fp16 => n - n % FP16_BLOCK,
-            HalfMath::Lanes => 0,
+            HalfMath::Wide | HalfMath::Lanes => 0,
         }
     }
 }
@@ -76,7 +92,12 @@ pub(super) struct Half {
 impl Half {
     /// `math` on the SIMD version when `simd` asks for it and the processor has it.
     pub(super) fn new(math: HalfMath, simd: bool) -> Half {
-        let here = crate::cpu::kernels::simd::has_avx2() && (math == HalfMath::Lanes || fp16_hardware());
+        let here = crate::cpu::kernels::simd::has_avx2()
+            && match math {
+                HalfMath::Fp16 => fp16_hardware(),
+                HalfMath::Wide => wide_hardware(),
+                HalfMath::Lanes => true,
+            };
         Half { math, simd: simd && here }
     }
 
@@ -102,12 +123,14 @@ impl Half {
             return unsafe {
                 match self.math {
                     HalfMath::Fp16 => avx512::dot_blocks(x, y),
+                    HalfMath::Wide => wide::dot_blocks(x, y),
                     HalfMath::Lanes => avx2::dot_blocks(x, y),
                 }
             };
         }
         match self.math {
             HalfMath::Fp16 => model::dot_blocks_fp16(x, y),
+            HalfMath::Wide => model::dot_blocks_wide(x, y),
             HalfMath::Lanes => model::dot_blocks_lanes(x, y),
         }
     }
@@ -175,7 +198,9 @@ impl Half {
                 if !head.is_empty() {
                     avx512::mad(head, x_head, fp32_to_fp16(v));
                 }
-                if !tail.is_empty() {
+                if self.math == HalfMath::Wide {
+                    wide::mad(tail, x_tail, v);
+                } else if !tail.is_empty() {
                     avx2::mad(tail, x_tail, v);
                 }
             }
@@ -196,7 +221,9 @@ impl Half {
                 if !head.is_empty() {
                     avx512::scale(head, fp32_to_fp16(v));
                 }
-                if !tail.is_empty() {
+                if self.math == HalfMath::Wide {
+                    wide::scale(tail, v);
+                } else if !tail.is_empty() {
                     avx2::scale(tail, v);
                 }
             }
@@ -227,6 +254,18 @@ fn fp16_hardware() -> bool {
             && f.avx512bw
             && std::arch::is_x86_feature_detected!("avx512vl")
             && std::arch::is_x86_feature_detected!("avx512fp16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this processor has AVX-512F (with the subsets the SIMD version uses).
+fn wide_hardware() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        features().has_avx512()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -289,6 +328,26 @@ pub(super) mod model {
         let q: [u16; 8] = std::array::from_fn(|l| add16(h[l], h[l + 8]));
         let p: [u16; 4] = std::array::from_fn(|l| add16(q[l], q[l + 4]));
         f64::from(fp16_to_fp32(add16(add16(p[0], p[2]), add16(p[1], p[3]))))
+    }
+
+    /// The 16-lane `f32` blocks of a dot product (whole blocks of 64 values).
+    pub(in super::super) fn dot_blocks_wide(x: &[u16], y: &[u16]) -> f64 {
+        let mut acc = [[0.0f32; WIDE_LANES]; 4];
+        for (xb, yb) in x.chunks_exact(WIDE_BLOCK).zip(y.chunks_exact(WIDE_BLOCK)) {
+            for (j, a) in acc.iter_mut().enumerate() {
+                for (l, s) in a.iter_mut().enumerate() {
+                    let i = WIDE_LANES * j + l;
+                    // the product is exact, so the fused multiply-add is this one rounding
+                    *s += fp16_to_fp32(xb[i]) * fp16_to_fp32(yb[i]);
+                }
+            }
+        }
+        // accumulators 0+2 and 1+3, their sum, then the register's halves, quarters, lanes
+        // two apart and the last two (`_mm512_reduce_add_ps`)
+        let v: [f32; 16] = std::array::from_fn(|l| (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]));
+        let h: [f32; 8] = std::array::from_fn(|l| v[l] + v[l + 8]);
+        let q: [f32; 4] = std::array::from_fn(|l| h[l] + h[l + 4]);
+        f64::from((q[0] + q[2]) + (q[1] + q[3]))
     }
 
     /// The `f32`-lane blocks of a dot product (whole blocks of 32 values).
@@ -436,6 +495,97 @@ mod avx2 {
             // SAFETY: i + 8 <= n, inside the row.
             unsafe { store_f16(py.add(i), _mm256_mul_ps(load_f16(py.add(i)), vv)) };
             i += LANES;
+        }
+        for a in &mut y[i..] {
+            *a = fp32_to_fp16(fp16_to_fp32(*a) * v);
+        }
+    }
+}
+
+/// The 16-lane `f32` arithmetic under AVX-512F.
+#[cfg(target_arch = "x86_64")]
+mod wide {
+    use std::arch::x86_64::*;
+
+    use super::{WIDE_BLOCK, WIDE_LANES};
+    use crate::quants::half::{fp16_to_fp32, fp32_to_fp16};
+
+    /// 16 binary16 values at `p`, widened.
+    ///
+    /// # Safety
+    /// `p` is valid for reading 16 `u16`; AVX-512F.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    unsafe fn load(p: *const u16) -> __m512 {
+        // SAFETY: the caller's contract.
+        _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(p.cast()) })
+    }
+
+    /// 16 `f32` rounded to binary16 (to nearest even) and stored at `p`.
+    ///
+    /// # Safety
+    /// `p` is valid for writing 16 `u16`; AVX-512F.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    unsafe fn store(p: *mut u16, v: __m512) {
+        // SAFETY: the caller's contract.
+        unsafe { _mm256_storeu_si256(p.cast(), _mm512_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(v)) };
+    }
+
+    /// [`super::model::dot_blocks_wide`].
+    ///
+    /// # Safety
+    /// AVX-512F (with the subsets of [`has_avx512`](crate::cpu::kernels::features::has_avx512));
+    /// the rows are whole blocks of the same length.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    pub(super) unsafe fn dot_blocks(x: &[u16], y: &[u16]) -> f64 {
+        let mut acc = [_mm512_setzero_ps(); 4];
+        for i in (0..x.len() - x.len() % WIDE_BLOCK).step_by(WIDE_BLOCK) {
+            for (j, a) in acc.iter_mut().enumerate() {
+                let at = i + WIDE_LANES * j;
+                // SAFETY: at + 16 <= the length of both rows.
+                let (xv, yv) = unsafe { (load(x.as_ptr().add(at)), load(y.as_ptr().add(at))) };
+                *a = _mm512_fmadd_ps(xv, yv, *a);
+            }
+        }
+        let v = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
+        f64::from(_mm512_reduce_add_ps(v))
+    }
+
+    /// [`super::model::mad_lanes`], 16 values at a time.
+    ///
+    /// # Safety
+    /// As for [`dot_blocks`]; `x` is at least as long as `y`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    pub(super) unsafe fn mad(y: &mut [u16], x: &[u16], v: f32) {
+        let n = y.len();
+        let vv = _mm512_set1_ps(v);
+        let (px, py) = (x.as_ptr(), y.as_mut_ptr());
+        let mut i = 0;
+        while i + WIDE_LANES <= n {
+            // SAFETY: i + 16 <= n, inside both rows.
+            unsafe { store(py.add(i), _mm512_fmadd_ps(load(px.add(i)), vv, load(py.add(i)))) };
+            i += WIDE_LANES;
+        }
+        for (a, &b) in y[i..].iter_mut().zip(&x[i..n]) {
+            *a = fp32_to_fp16(fp16_to_fp32(b).mul_add(v, fp16_to_fp32(*a)));
+        }
+    }
+
+    /// [`super::model::scale_lanes`], 16 values at a time.
+    ///
+    /// # Safety
+    /// As for [`dot_blocks`].
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    pub(super) unsafe fn scale(y: &mut [u16], v: f32) {
+        let n = y.len();
+        let vv = _mm512_set1_ps(v);
+        let py = y.as_mut_ptr();
+        let mut i = 0;
+        while i + WIDE_LANES <= n {
+            // SAFETY: i + 16 <= n, inside the row.
+            unsafe { store(py.add(i), _mm512_mul_ps(load(py.add(i)), vv)) };
+            i += WIDE_LANES;
         }
         for a in &mut y[i..] {
             *a = fp32_to_fp16(fp16_to_fp32(*a) * v);
@@ -629,7 +779,7 @@ mod tests {
 
     #[test]
     fn simd_matches_the_models_bit_for_bit() {
-        for math in [HalfMath::Lanes, HalfMath::Fp16] {
+        for math in [HalfMath::Lanes, HalfMath::Wide, HalfMath::Fp16] {
             let (simd, model) = (Half::new(math, true), Half::new(math, false));
             if !simd.simd {
                 continue;
