@@ -174,7 +174,18 @@ impl<T: Float> Scheme for Floats<T> {
         T::ACT_SIZE * n
     }
 
-    unsafe fn convert(x: &[f32], first: usize, acts: ActRow, _simd: bool) {
+    unsafe fn convert(x: &[f32], first: usize, acts: ActRow, simd: bool) {
+        if T::TYPE == Type::F16 && simd {
+            // rounded to binary16 and back a row at a time (F16C), not value by value
+            let mut halves = vec![0u16; x.len()];
+            crate::cpu::kernels::simd::f32_to_fp16_row(x, &mut halves);
+            // SAFETY: values first·QK.. of the column, x.len() of them (the caller's contract).
+            let out = unsafe {
+                std::slice::from_raw_parts_mut(acts.levels.cast::<f32>().add(first * QK).cast_mut(), x.len())
+            };
+            crate::cpu::kernels::simd::fp16_to_f32_row(&halves, out);
+            return;
+        }
         for (i, &v) in x.iter().enumerate() {
             // SAFETY: value first·QK + i of the column (the caller's contract).
             unsafe { T::store_act(acts.levels, first * QK + i, v) };
