@@ -215,21 +215,24 @@ pub fn takes(ty: Type, ne: [i64; 4]) -> bool {
     parts(ty).is_some_and(|p| ne[0] % p.values as i64 == 0) && ne[1] % GROUP_ROWS as i64 == 0
 }
 
-/// Where the bytes of a group go: `(plain, packed, len)` for every unit of a group of rows of
-/// `nb` blocks, plain row `r` at `r · row_size`.
-fn moves(parts: Parts, nb: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+/// Calls `copy(plain, packed, len)` for every unit of a group of rows of `nb` blocks, in the
+/// order of the packed bytes: plain row `r` at `r · row_size`.
+#[inline(always)]
+fn each_move(parts: Parts, nb: usize, mut copy: impl FnMut(usize, usize, usize)) {
     let block = parts.block();
     let row_size = nb * block;
-    (0..nb).flat_map(move |b| {
-        (0..parts.runs.len()).flat_map(move |i| {
-            let Run { at, size, unit } = parts.runs[i];
-            let (plain, packed) = (b * block + at, b * block * GROUP_ROWS + parts.packed(i));
-            (0..size / unit).flat_map(move |c| {
-                (0..GROUP_ROWS)
-                    .map(move |r| (r * row_size + plain + c * unit, packed + (c * GROUP_ROWS + r) * unit, unit))
-            })
-        })
-    })
+    for b in 0..nb {
+        let mut packed = b * block * GROUP_ROWS;
+        for &Run { at, size, unit } in parts.runs {
+            let plain = b * block + at;
+            for c in 0..size / unit {
+                for r in 0..GROUP_ROWS {
+                    copy(r * row_size + plain + c * unit, packed, unit);
+                    packed += unit;
+                }
+            }
+        }
+    }
 }
 
 /// Copies a run (a field's unit: a few bytes) from `from` to `to`.
@@ -275,9 +278,7 @@ fn permute(ty: Type, row_size: usize, size: usize, mut copy: impl FnMut(usize, u
     crate::ggml_assert!(size.is_multiple_of(group), "CPU_REPACK: {} bytes are not whole groups of 16 rows", size);
     let nb = row_size / parts.block();
     for base in (0..size).step_by(group) {
-        for (p, q, len) in moves(parts, nb) {
-            copy(base + p, base + q, len);
-        }
+        each_move(parts, nb, |p, q, len| copy(base + p, base + q, len));
     }
 }
 
@@ -320,18 +321,18 @@ mod tests {
             let parts = parts(ty).expect("a layout");
             let size = 2 * GROUP_ROWS * parts.block();
             let (mut plain, mut packed) = (vec![0u8; size], vec![0u8; size]);
-            for (p, q, len) in moves(parts, 2) {
+            each_move(parts, 2, |p, q, len| {
                 plain[p..p + len].iter_mut().for_each(|x| *x += 1);
                 packed[q..q + len].iter_mut().for_each(|x| *x += 1);
-            }
+            });
             assert!(plain.iter().chain(&packed).all(|&x| x == 1), "{}", ty.name());
             // and `position` finds each byte where `moves` puts it
-            for (p, q, len) in moves(parts, 1) {
+            each_move(parts, 1, |p, q, len| {
                 for k in 0..len {
                     let (r, t) = ((p + k) / parts.block(), (p + k) % parts.block());
                     assert_eq!(parts.position(t, r), q + k, "{} row {r} byte {t}", ty.name());
                 }
-            }
+            });
         }
     }
 
