@@ -2,11 +2,11 @@
 //!
 //! A block of a format here is a few fields (scales, quants, high bits); the formats are the
 //! 32-value blocks Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 (scales, fifth bits and 16 bytes of
-//! nibbles) and Q8_0 (a scale and 32 bytes), the super-blocks Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS
-//! and TQ2_0, and F32, F16 and BF16 (blocks of 32 values). A matrix's rows are taken sixteen at a
-//! time, a *group*; a group keeps the bytes of its sixteen rows, and within it block `b` of all sixteen
-//! rows lies together, field by field, each field in *units* of a few bytes taken from the
-//! sixteen rows in turn:
+//! nibbles) and Q8_0 (a scale and 32 bytes), the super-blocks Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+//! IQ4_XS and TQ2_0, and F32, F16 and BF16 (blocks of 32 values). A matrix's rows are taken
+//! sixteen at a time, a *group*; a group keeps the bytes of its sixteen rows, and within it
+//! block `b` of all sixteen rows lies together, field by field, each field in *units* of a few
+//! bytes taken from the sixteen rows in turn:
 //!
 //! ```text
 //! Q4_0, group block b:  d of row 0 .. d of row 15                 (unit 2: 32 bytes)
@@ -326,7 +326,7 @@ mod tests {
                 packed[q..q + len].iter_mut().for_each(|x| *x += 1);
             });
             assert!(plain.iter().chain(&packed).all(|&x| x == 1), "{}", ty.name());
-            // and `position` finds each byte where `moves` puts it
+            // and `position` finds each byte where `each_move` puts it
             each_move(parts, 1, |p, q, len| {
                 for k in 0..len {
                     let (r, t) = ((p + k) / parts.block(), (p + k) % parts.block());

@@ -46,7 +46,7 @@ fn pack_scale(packed: &mut [u8; 12], j: usize, l: u8) {
 }
 
 /// The signed scale level (-32..31) of sub-block `j`.
-fn scale(packed: &[u8; 12], j: usize) -> i32 {
+pub(crate) fn scale(packed: &[u8; 12], j: usize) -> i32 {
     let low = if j < 8 { packed[j] & 0x0f } else { packed[j - 8] >> 4 };
     let high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
     i32::from(low | (high << 4)) - 32

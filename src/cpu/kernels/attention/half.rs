@@ -401,7 +401,6 @@ mod avx2 {
 
     use super::{GROUP, LANES, LANES_BLOCK, QueryTails};
     use crate::cpu::kernels::simd::avx2::load_f16;
-    use crate::quants::half::{fp16_to_fp32, fp32_to_fp16};
 
     /// 8 `f32` rounded to binary16 (to nearest even) and stored at `p`.
     ///
@@ -476,9 +475,7 @@ mod avx2 {
             unsafe { store_f16(py.add(i), _mm256_fmadd_ps(load_f16(px.add(i)), vv, load_f16(py.add(i)))) };
             i += LANES;
         }
-        for (a, &b) in y[i..].iter_mut().zip(&x[i..n]) {
-            *a = fp32_to_fp16(fp16_to_fp32(b).mul_add(v, fp16_to_fp32(*a)));
-        }
+        super::model::mad_lanes(&mut y[i..], &x[i..n], v);
     }
 
     /// [`super::model::scale_lanes`].
@@ -496,9 +493,7 @@ mod avx2 {
             unsafe { store_f16(py.add(i), _mm256_mul_ps(load_f16(py.add(i)), vv)) };
             i += LANES;
         }
-        for a in &mut y[i..] {
-            *a = fp32_to_fp16(fp16_to_fp32(*a) * v);
-        }
+        super::model::scale_lanes(&mut y[i..], v);
     }
 }
 
@@ -508,7 +503,6 @@ mod wide {
     use std::arch::x86_64::*;
 
     use super::{WIDE_BLOCK, WIDE_LANES};
-    use crate::quants::half::{fp16_to_fp32, fp32_to_fp16};
 
     /// 16 binary16 values at `p`, widened.
     ///
@@ -567,9 +561,7 @@ mod wide {
             unsafe { store(py.add(i), _mm512_fmadd_ps(load(px.add(i)), vv, load(py.add(i)))) };
             i += WIDE_LANES;
         }
-        for (a, &b) in y[i..].iter_mut().zip(&x[i..n]) {
-            *a = fp32_to_fp16(fp16_to_fp32(b).mul_add(v, fp16_to_fp32(*a)));
-        }
+        super::model::mad_lanes(&mut y[i..], &x[i..n], v);
     }
 
     /// [`super::model::scale_lanes`], 16 values at a time.
@@ -587,9 +579,7 @@ mod wide {
             unsafe { store(py.add(i), _mm512_mul_ps(load(py.add(i)), vv)) };
             i += WIDE_LANES;
         }
-        for a in &mut y[i..] {
-            *a = fp32_to_fp16(fp16_to_fp32(*a) * v);
-        }
+        super::model::scale_lanes(&mut y[i..], v);
     }
 }
 

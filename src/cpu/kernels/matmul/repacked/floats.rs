@@ -55,6 +55,16 @@ pub(super) trait Float {
         unsafe { acts.cast::<f32>().add(i).cast_mut().write(Self::round(x)) }
     }
 
+    /// Stores activation values `at..at + x.len()` of a column, `x` rounded to the type
+    /// (`simd`: with the SIMD row conversions where the type has them).
+    ///
+    /// # Safety
+    /// The column holds those values, which nobody else touches meanwhile.
+    unsafe fn store_row(x: &[f32], acts: *const i8, at: usize, _simd: bool) {
+        // SAFETY: the caller's contract.
+        unsafe { store_values::<Self>(x, acts, at) }
+    }
+
     /// The sixteen rows' values of one chunk at `at`, widened: the even and the odd values of
     /// the pairs, or (one value per row) the values twice.
     ///
@@ -62,6 +72,17 @@ pub(super) trait Float {
     /// AVX-512 (F, BW); `at` holds a chunk.
     #[cfg(target_arch = "x86_64")]
     unsafe fn widen(at: *const u8) -> (__m512, __m512);
+}
+
+/// [`Float::store_row`] one value at a time.
+///
+/// # Safety
+/// As for [`Float::store_row`].
+unsafe fn store_values<T: Float + ?Sized>(x: &[f32], acts: *const i8, at: usize) {
+    for (i, &v) in x.iter().enumerate() {
+        // SAFETY: the caller's contract.
+        unsafe { T::store_act(acts, at + i, v) };
+    }
 }
 
 pub(super) struct F32;
@@ -100,6 +121,19 @@ impl Float for F16 {
 
     fn round(x: f32) -> f32 {
         fp16_to_fp32(fp32_to_fp16(x))
+    }
+
+    unsafe fn store_row(x: &[f32], acts: *const i8, at: usize, simd: bool) {
+        if !simd {
+            // SAFETY: the caller's contract.
+            return unsafe { store_values::<Self>(x, acts, at) };
+        }
+        // rounded to binary16 and back a row at a time (F16C), not value by value
+        let mut halves = vec![0u16; x.len()];
+        crate::cpu::kernels::simd::f32_to_fp16_row(x, &mut halves);
+        // SAFETY: values at.. of the column, x.len() of them (the caller's contract).
+        let out = unsafe { std::slice::from_raw_parts_mut(acts.cast::<f32>().add(at).cast_mut(), x.len()) };
+        crate::cpu::kernels::simd::fp16_to_f32_row(&halves, out);
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -175,21 +209,8 @@ impl<T: Float> Scheme for Floats<T> {
     }
 
     unsafe fn convert(x: &[f32], first: usize, acts: ActRow, simd: bool) {
-        if T::TYPE == Type::F16 && simd {
-            // rounded to binary16 and back a row at a time (F16C), not value by value
-            let mut halves = vec![0u16; x.len()];
-            crate::cpu::kernels::simd::f32_to_fp16_row(x, &mut halves);
-            // SAFETY: values first·QK.. of the column, x.len() of them (the caller's contract).
-            let out = unsafe {
-                std::slice::from_raw_parts_mut(acts.levels.cast::<f32>().add(first * QK).cast_mut(), x.len())
-            };
-            crate::cpu::kernels::simd::fp16_to_f32_row(&halves, out);
-            return;
-        }
-        for (i, &v) in x.iter().enumerate() {
-            // SAFETY: value first·QK + i of the column (the caller's contract).
-            unsafe { T::store_act(acts.levels, first * QK + i, v) };
-        }
+        // SAFETY: values first·QK.. of the column, x.len() of them (the caller's contract).
+        unsafe { T::store_row(x, acts.levels, first * QK, simd) };
     }
 
     unsafe fn tile_scalar(group: *const u8, nb: usize, cols: &[Column]) {

@@ -80,12 +80,10 @@ impl Crumbs for Q3K {
     const SCALED: bool = true;
     const HIGH: bool = true;
 
-    /// Low nibble of sub-block `s`: in byte `s % 8`, the high half from 8 on; top two bits in
-    /// byte `8 + s % 4` at bit `2·(s / 4)`.
+    /// The block format's own decoding of its 12 scale bytes.
     fn scale_min(scales: &[u8], s: usize) -> (i32, i32) {
-        let low = (scales[s % 8] >> (4 * (s / 8))) & 15;
-        let high = (scales[8 + s % 4] >> (2 * (s / 4))) & 3;
-        (i32::from(low | high << 4) - 32, 0)
+        let packed: &[u8; 12] = scales.try_into().unwrap_or_else(|_| crate::ggml_abort!("Q3_K: 12 scale bytes"));
+        (crate::quants::k_quants::q3_k::scale(packed, s), 0)
     }
 
     #[cfg(target_arch = "x86_64")]
