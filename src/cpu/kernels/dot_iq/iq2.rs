@@ -109,6 +109,15 @@ unsafe impl VecDot for BlockIq2Xxs {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::iq2_xxs(x, y) }
     }
+
+    const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY (both): the caller vouches for AVX-512 (and so AVX2, FMA and F16C); VBMI is
+        // checked here.
+        unsafe { if super::permuted::available() { avx512::iq2_xxs(x, y) } else { avx2::iq2_xxs(x, y) } }
+    }
 }
 
 // SAFETY: as for BlockIq2Xxs.
@@ -127,6 +136,15 @@ unsafe impl VecDot for BlockIq2Xs {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::iq2_xs(x, y) }
     }
+
+    const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY (both): the caller vouches for AVX-512 (and so AVX2, FMA and F16C); VBMI is
+        // checked here.
+        unsafe { if super::permuted::available() { avx512::iq2_xs(x, y) } else { avx2::iq2_xs(x, y) } }
+    }
 }
 
 // SAFETY: as for BlockIq2Xxs.
@@ -144,6 +162,15 @@ unsafe impl VecDot for BlockIq2S {
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::iq2_s(x, y) }
+    }
+
+    const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY (both): the caller vouches for AVX-512 (and so AVX2, FMA and F16C); VBMI is
+        // checked here.
+        unsafe { if super::permuted::available() { avx512::iq2_s(x, y) } else { avx2::iq2_s(x, y) } }
     }
 }
 
@@ -226,6 +253,87 @@ mod avx2 {
                 let s = &b.qs[32 + 4 * i..36 + 4 * i];
                 let signs = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
                 Sub32 { weights: Weights32::with_signs(mag, signs_from_bits(signs)), scales: scales16(multipliers, i) }
+            },
+        )
+    }
+}
+
+/// The tiles on AVX512-VBMI processors ([`super::permuted`]).
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::super::engine::half;
+    use super::super::permuted::{
+        Chunk, Codes, chunk_multipliers, gathered8, grid_codes, index_high_bits, level_table, level_values, levels8,
+        load32, load64, odd_multipliers, q8k_tile, seven_bit_signs, sign_mask, stored_sign_mask,
+        xxs_signs_and_multipliers,
+    };
+    use super::*;
+    use crate::quants::iq2::GRID_VALUES;
+
+    /// The grid's three levels.
+    static LEVELS: [u8; 64] = level_table(&GRID_VALUES, 4);
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")]
+    pub fn iq2_xxs<const R: usize, const C: usize>(x: &[&[BlockIq2Xxs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let codes = Codes::load(&grid_codes().iq2_xxs);
+        let values = level_values(&LEVELS);
+        q8k_tile(
+            x,
+            y,
+            |b| {
+                // per 32 values, a 64-bit lane: 4 index bytes, then the sign and scale word
+                let q = load64(&b.qs, 0);
+                let index = _mm512_cvtepu8_epi16(_mm512_cvtepi64_epi32(q));
+                let (signs, multipliers) = xxs_signs_and_multipliers(_mm512_cvtepi64_epi32(_mm512_srli_epi64::<32>(q)));
+                (0.125 * half(b.d), (codes.lookup(index), signs, multipliers))
+            },
+            |_, &(codes, signs, multipliers), k| Chunk {
+                magnitudes: levels8(codes, k, values),
+                negative: sign_mask(signs, k),
+                multipliers: chunk_multipliers(multipliers, k, 32),
+            },
+        )
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")]
+    pub fn iq2_xs<const R: usize, const C: usize>(x: &[&[BlockIq2Xs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let codes = Codes::load(&grid_codes().iq2_xs);
+        let values = level_values(&LEVELS);
+        q8k_tile(
+            x,
+            y,
+            |b| {
+                // per 8 values, a 16-bit word: the 9-bit grid index, 7 sign bits above
+                let words = load64(&b.qs, 0);
+                let index = _mm512_and_si512(words, _mm512_set1_epi16(511));
+                let signs = seven_bit_signs(_mm512_cvtepi16_epi8(_mm512_srli_epi16::<9>(words)));
+                let signs = _mm512_castsi256_si512(signs);
+                (0.125 * half(b.d), (codes.lookup(index), signs, odd_multipliers(&b.scales)))
+            },
+            |_, &(codes, signs, multipliers), k| Chunk {
+                magnitudes: levels8(codes, k, values),
+                negative: sign_mask(signs, k),
+                multipliers: chunk_multipliers(multipliers, k, 16),
+            },
+        )
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")]
+    pub fn iq2_s<const R: usize, const C: usize>(x: &[&[BlockIq2S]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let grid = &grids().iq2_s;
+        q8k_tile(
+            x,
+            y,
+            |b| {
+                let index = _mm512_or_si512(_mm512_cvtepu8_epi16(load32(&b.qs, 0)), index_high_bits(&b.qh, 0, 2));
+                (0.125 * half(b.d), (index, odd_multipliers(&b.scales)))
+            },
+            |b, &(index, multipliers), k| Chunk {
+                magnitudes: gathered8(grid, index, k),
+                negative: stored_sign_mask(&b.qs[32..], k),
+                multipliers: chunk_multipliers(multipliers, k, 16),
             },
         )
     }

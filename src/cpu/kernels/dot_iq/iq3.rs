@@ -89,6 +89,15 @@ unsafe impl VecDot for BlockIq3Xxs {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::iq3_xxs(x, y) }
     }
+
+    const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY (both): the caller vouches for AVX-512 (and so AVX2, FMA and F16C); VBMI is
+        // checked here.
+        unsafe { if super::permuted::available() { avx512::iq3_xxs(x, y) } else { avx2::iq3_xxs(x, y) } }
+    }
 }
 
 // SAFETY: as for BlockIq3Xxs.
@@ -106,6 +115,15 @@ unsafe impl VecDot for BlockIq3S {
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::iq3_s(x, y) }
+    }
+
+    const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY (both): the caller vouches for AVX-512 (and so AVX2, FMA and F16C); VBMI is
+        // checked here.
+        unsafe { if super::permuted::available() { avx512::iq3_s(x, y) } else { avx2::iq3_s(x, y) } }
     }
 }
 
@@ -172,6 +190,69 @@ mod avx2 {
                     weights: Weights32::with_signs(mag, signs_from_bits(signs)),
                     scales: _mm256_set1_epi16(s_scale(b, i) as i16),
                 }
+            },
+        )
+    }
+}
+
+/// The tiles on AVX512-VBMI processors ([`super::permuted`]).
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::super::engine::half;
+    use super::super::permuted::{
+        Chunk, Codes, chunk_multipliers, grid_codes, index_high_bits, level_table, level_values, levels4, load32,
+        load64, odd_multipliers, q8k_tile, sign_mask, stored_sign_mask, xxs_signs_and_multipliers,
+    };
+    use super::*;
+    use crate::quants::iq3::XXS_VALUES;
+
+    static XXS_LEVELS: [u8; 64] = level_table(&XXS_VALUES, 8);
+    /// IQ3_S's levels: the odd numbers 1..15.
+    static S_LEVELS: [u8; 64] = level_table(&[1, 3, 5, 7, 9, 11, 13, 15], 8);
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")]
+    pub fn iq3_xxs<const R: usize, const C: usize>(x: &[&[BlockIq3Xxs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let codes = Codes::load(&grid_codes().iq3_xxs);
+        let values = level_values(&XXS_LEVELS);
+        q8k_tile(
+            x,
+            y,
+            |b| {
+                // 64 index bytes, then a sign and scale word per 32 values
+                let q = load64(&b.qs, 0);
+                let low = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(q));
+                let high = _mm512_cvtepu8_epi16(_mm512_extracti64x4_epi64::<1>(q));
+                let (signs, multipliers) = xxs_signs_and_multipliers(load32(&b.qs, 64));
+                (0.25 * half(b.d), ([codes.lookup(low), codes.lookup(high)], signs, multipliers))
+            },
+            |_, (codes, signs, multipliers), k| Chunk {
+                magnitudes: levels4(codes, k, values),
+                negative: sign_mask(*signs, k),
+                multipliers: chunk_multipliers(*multipliers, k, 32),
+            },
+        )
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")]
+    pub fn iq3_s<const R: usize, const C: usize>(x: &[&[BlockIq3S]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let codes = Codes::load(&grid_codes().iq3_s);
+        let values = level_values(&S_LEVELS);
+        q8k_tile(
+            x,
+            y,
+            |b| {
+                let index = |h: usize| {
+                    let low = _mm512_cvtepu8_epi16(load32(&b.qs, 32 * h));
+                    codes.lookup(_mm512_or_si512(low, index_high_bits(&b.qh, 4 * h, 1)))
+                };
+                (half(b.d), ([index(0), index(1)], odd_multipliers(&b.scales)))
+            },
+            |b, (codes, multipliers), k| Chunk {
+                magnitudes: levels4(codes, k, values),
+                negative: stored_sign_mask(&b.signs, k),
+                multipliers: chunk_multipliers(*multipliers, k, 32),
             },
         )
     }

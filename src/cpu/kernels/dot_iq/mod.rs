@@ -16,7 +16,9 @@
 //! sums per sub-block, scaled in `f32`). The AVX2 tiles ([`engine`]) decode each 32 weights to
 //! signed bytes: fixed levels through a `pshufb` table, grid points by loading their
 //! precomputed bytes ([`grids`]), signs by spreading bits to bytes. For the 1-bit formats the
-//! ±1/8 shift is folded into the bytes (8g±1), which keeps the sums whole.
+//! ±1/8 shift is folded into the bytes (8g±1), which keeps the sums whole. Where the processor
+//! has AVX512-VBMI, the 2- and 3-bit grids are read from registers, or gathered, instead
+//! ([`permuted`]).
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod engine;
@@ -25,6 +27,8 @@ mod iq1;
 mod iq2;
 mod iq3;
 mod iq4;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod permuted;
 
 use crate::quants::k_quants::{BlockQ8K, QK_K};
 
@@ -168,20 +172,38 @@ pub(crate) mod test_support {
                 for nc in 1..=MAX_COLS {
                     let mut out = [f32::NAN; MAX_ROWS * MAX_COLS];
                     k.tile(n, &xb[..nr], &yb[..nc], &mut out, simd);
-                    for r in 0..nr {
-                        for c in 0..nc {
-                            let (x, y) = (&xs[r].1, &ys[c].1);
-                            let exact: f64 = x.iter().zip(y).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
-                            let size: f64 = x.iter().zip(y).map(|(&a, &b)| f64::from(a * b).abs()).sum();
-                            let got = f64::from(out[r * nc + c]);
-                            assert!(
-                                (got - exact).abs() <= 2e-6 * size + 1e-6,
-                                "{} {what} simd={simd} {nr}x{nc} tile, [{r}][{c}]: {got} vs {exact}",
-                                T::TYPE.name()
-                            );
-                        }
-                    }
+                    close(
+                        xs,
+                        ys,
+                        nc,
+                        &out[..nr * nc],
+                        &format!("{} {what} simd={simd} {nr}x{nc} tile", T::TYPE.name()),
+                    );
                 }
+            }
+        }
+        // The AVX2 tile on its own, which the line above does not reach on AVX-512 machines
+        // for formats with tiles of both.
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu::kernels::simd::has_avx2() {
+            let x: [&[T]; 4] = std::array::from_fn(|r| xs[r].0.as_slice());
+            let y: [&[T::Rhs]; 2] = std::array::from_fn(|c| ys[c].0.as_slice());
+            // SAFETY: the processor supports AVX2, FMA and F16C (checked just above).
+            let out = unsafe { T::tile_avx2::<4, 2>(&x, &y) };
+            close(xs, ys, 2, out.as_flattened(), &format!("{} {what} AVX2 4x2 tile", T::TYPE.name()));
+        }
+    }
+
+    /// Asserts that `out[r * nc + c]`, for each row r of `xs` and column c of the first `nc`
+    /// of `ys`, is their product's f64 value to within rounding.
+    fn close<T, Y>(xs: &[(Vec<T>, Vec<f32>)], ys: &[(Vec<Y>, Vec<f32>)], nc: usize, out: &[f32], what: &str) {
+        for r in 0..out.len() / nc {
+            for c in 0..nc {
+                let (x, y) = (&xs[r].1, &ys[c].1);
+                let exact: f64 = x.iter().zip(y).map(|(&a, &b)| f64::from(a) * f64::from(b)).sum();
+                let size: f64 = x.iter().zip(y).map(|(&a, &b)| f64::from(a * b).abs()).sum();
+                let got = f64::from(out[r * nc + c]);
+                assert!((got - exact).abs() <= 2e-6 * size + 1e-6, "{what}, [{r}][{c}]: {got} vs {exact}");
             }
         }
     }
