@@ -263,11 +263,10 @@ mod avx2 {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::half;
+    use super::super::engine::{half, load32};
     use super::super::permuted::{
         Chunk, Codes, chunk_multipliers, gathered8, grid_codes, index_high_bits, level_table, level_values, levels8,
-        load32, load64, odd_multipliers, q8k_tile, seven_bit_signs, sign_mask, stored_sign_mask,
-        xxs_signs_and_multipliers,
+        load64, odd_multipliers, q8k_tile, seven_bit_signs, sign_mask, stored_sign_mask, xxs_signs_and_multipliers,
     };
     use super::*;
     use crate::quants::iq2::GRID_VALUES;

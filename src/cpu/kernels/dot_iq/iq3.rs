@@ -200,10 +200,10 @@ mod avx2 {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::half;
+    use super::super::engine::{half, load32};
     use super::super::permuted::{
-        Chunk, Codes, chunk_multipliers, grid_codes, index_high_bits, level_table, level_values, levels4, load32,
-        load64, odd_multipliers, q8k_tile, sign_mask, stored_sign_mask, xxs_signs_and_multipliers,
+        Chunk, Codes, chunk_multipliers, grid_codes, index_high_bits, level_table, level_values, levels4, load64,
+        odd_multipliers, q8k_tile, sign_mask, stored_sign_mask, xxs_signs_and_multipliers,
     };
     use super::*;
     use crate::quants::iq3::XXS_VALUES;

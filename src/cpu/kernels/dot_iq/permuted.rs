@@ -290,15 +290,6 @@ pub fn stored_sign_mask(signs: &[u8], k: usize) -> __mmask64 {
     u64::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]])
 }
 
-/// The 32 bytes of `bytes` from `at`.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")]
-pub fn load32(bytes: &[u8], at: usize) -> __m256i {
-    let span = &bytes[at..at + 32];
-    // SAFETY: `span` holds the 32 bytes read.
-    unsafe { _mm256_loadu_si256(span.as_ptr().cast()) }
-}
-
 /// The 64 bytes of `bytes` from `at`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")]
