@@ -74,6 +74,38 @@ pub(crate) fn prefetch_next_tile<T, const R: usize>(x: &[&[T]; R], i: usize, uni
     let _ = (x, i, units);
 }
 
+/// The tile a format's products take on this processor: its AVX-512 tile, its AVX2 tile, or
+/// the scalar one. Made only by [`Path::of`], which checks the processor (so holding an
+/// `Avx512` or `Avx2` path is what makes running those tiles sound).
+#[derive(Clone, Copy)]
+pub struct Path(Kind);
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+impl Path {
+    /// The fastest tile of `T` here, or the scalar one unless `simd`.
+    pub fn of<T: VecDot>(simd: bool) -> Path {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if simd && T::AVX512_COLS > 0 && super::features::has_avx512() {
+                return Path(Kind::Avx512);
+            }
+            if simd && simd::has_avx2() {
+                return Path(Kind::Avx2);
+            }
+        }
+        let _ = simd;
+        Path(Kind::Scalar)
+    }
+}
+
 /// A weight format's dot product with its activation format.
 ///
 /// # Safety
@@ -118,24 +150,26 @@ pub unsafe trait VecDot: Copy + 'static {
     /// `out[r][c] = dot(x[r], y[c])`, on the SIMD path when `simd` is set and the processor
     /// has one.
     fn tile<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[Self::Rhs]; C], simd: bool) -> [[f32; C]; R] {
+        Self::tile_on(Path::of::<Self>(simd), x, y)
+    }
+
+    /// [`VecDot::tile`] on a path already chosen, for callers that run many tiles.
+    #[inline]
+    fn tile_on<const R: usize, const C: usize>(path: Path, x: &[&[Self]; R], y: &[&[Self::Rhs]; C]) -> [[f32; C]; R] {
         let n = x.first().map_or(0, |row| row.len());
         crate::ggml_assert!(
             x.iter().all(|row| row.len() == n) && y.iter().all(|row| row.len() == n),
             "vec_dot: rows of different lengths"
         );
-        #[cfg(target_arch = "x86_64")]
-        {
-            if simd && Self::AVX512_COLS > 0 && super::features::has_avx512() {
-                // SAFETY: the processor supports AVX2, FMA, F16C and AVX-512 (checked just above).
-                return unsafe { Self::tile_avx512(x, y) };
-            }
-            if simd && simd::has_avx2() {
-                // SAFETY: the processor supports AVX2, FMA and F16C (checked just above).
-                return unsafe { Self::tile_avx2(x, y) };
-            }
+        match path.0 {
+            // SAFETY: `Path::of` checked that the processor supports AVX2, FMA, F16C and AVX-512.
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { Self::tile_avx512(x, y) },
+            // SAFETY: `Path::of` checked that the processor supports AVX2, FMA and F16C.
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { Self::tile_avx2(x, y) },
+            _ => std::array::from_fn(|r| std::array::from_fn(|c| Self::dot_scalar(x[r], y[c]))),
         }
-        let _ = simd;
-        std::array::from_fn(|r| std::array::from_fn(|c| Self::dot_scalar(x[r], y[c])))
     }
 
     /// One product, on the SIMD path when `simd` is set and the processor has one.
@@ -1085,10 +1119,10 @@ fn erased_tile<T: VecDot>(n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32],
     for (v, bytes) in y.iter_mut().zip(ys) {
         *v = view::<T::Rhs>(bytes, units);
     }
-    fn run<T: VecDot, const R: usize, const C: usize>(x: &[&[T]], y: &[&[T::Rhs]], out: &mut [f32], simd: bool) {
+    fn run<T: VecDot, const R: usize, const C: usize>(x: &[&[T]], y: &[&[T::Rhs]], out: &mut [f32], path: Path) {
         let x: &[&[T]; R] = x[..R].try_into().expect("R rows");
         let y: &[&[T::Rhs]; C] = y[..C].try_into().expect("C columns");
-        let res = T::tile::<R, C>(x, y, simd);
+        let res = T::tile_on::<R, C>(path, x, y);
         for r in 0..R {
             out[r * C..(r + 1) * C].copy_from_slice(&res[r]);
         }
@@ -1098,35 +1132,37 @@ fn erased_tile<T: VecDot>(n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32],
     // instruction then reads; rows interleaved in a loop defeat it (on Zen 4 a Q6_K 32000×1024
     // product took 1.95 ms so, 1.26 ms row by row, against ggml's 1.20).
     let step = if cols == 1 && T::QK == QK_K { 1 } else { MAX_ROWS };
+    // (chosen once: per tile, the checks cost as much as a short row's products)
+    let path = Path::of::<T>(simd);
     for r0 in (0..rows).step_by(step) {
         let (x, out) = (&x[r0..], &mut out[r0 * cols..]);
         match ((rows - r0).min(step), cols) {
-            (1, 1) => run::<T, 1, 1>(x, &y, out, simd),
-            (2, 1) => run::<T, 2, 1>(x, &y, out, simd),
-            (3, 1) => run::<T, 3, 1>(x, &y, out, simd),
-            (4, 1) => run::<T, 4, 1>(x, &y, out, simd),
-            (1, 2) => run::<T, 1, 2>(x, &y, out, simd),
-            (2, 2) => run::<T, 2, 2>(x, &y, out, simd),
-            (3, 2) => run::<T, 3, 2>(x, &y, out, simd),
-            (4, 2) => run::<T, 4, 2>(x, &y, out, simd),
+            (1, 1) => run::<T, 1, 1>(x, &y, out, path),
+            (2, 1) => run::<T, 2, 1>(x, &y, out, path),
+            (3, 1) => run::<T, 3, 1>(x, &y, out, path),
+            (4, 1) => run::<T, 4, 1>(x, &y, out, path),
+            (1, 2) => run::<T, 1, 2>(x, &y, out, path),
+            (2, 2) => run::<T, 2, 2>(x, &y, out, path),
+            (3, 2) => run::<T, 3, 2>(x, &y, out, path),
+            (4, 2) => run::<T, 4, 2>(x, &y, out, path),
             // the wider tiles exist only for the formats that use them
             (r, c) if T::AVX512_COLS > MAX_COLS && c <= T::AVX512_COLS => match (r, c) {
-                (1, 3) => run::<T, 1, 3>(x, &y, out, simd),
-                (2, 3) => run::<T, 2, 3>(x, &y, out, simd),
-                (3, 3) => run::<T, 3, 3>(x, &y, out, simd),
-                (4, 3) => run::<T, 4, 3>(x, &y, out, simd),
-                (1, 4) => run::<T, 1, 4>(x, &y, out, simd),
-                (2, 4) => run::<T, 2, 4>(x, &y, out, simd),
-                (3, 4) => run::<T, 3, 4>(x, &y, out, simd),
-                (4, 4) => run::<T, 4, 4>(x, &y, out, simd),
-                (1, 5) => run::<T, 1, 5>(x, &y, out, simd),
-                (2, 5) => run::<T, 2, 5>(x, &y, out, simd),
-                (3, 5) => run::<T, 3, 5>(x, &y, out, simd),
-                (4, 5) => run::<T, 4, 5>(x, &y, out, simd),
-                (1, 6) => run::<T, 1, 6>(x, &y, out, simd),
-                (2, 6) => run::<T, 2, 6>(x, &y, out, simd),
-                (3, 6) => run::<T, 3, 6>(x, &y, out, simd),
-                (4, 6) => run::<T, 4, 6>(x, &y, out, simd),
+                (1, 3) => run::<T, 1, 3>(x, &y, out, path),
+                (2, 3) => run::<T, 2, 3>(x, &y, out, path),
+                (3, 3) => run::<T, 3, 3>(x, &y, out, path),
+                (4, 3) => run::<T, 4, 3>(x, &y, out, path),
+                (1, 4) => run::<T, 1, 4>(x, &y, out, path),
+                (2, 4) => run::<T, 2, 4>(x, &y, out, path),
+                (3, 4) => run::<T, 3, 4>(x, &y, out, path),
+                (4, 4) => run::<T, 4, 4>(x, &y, out, path),
+                (1, 5) => run::<T, 1, 5>(x, &y, out, path),
+                (2, 5) => run::<T, 2, 5>(x, &y, out, path),
+                (3, 5) => run::<T, 3, 5>(x, &y, out, path),
+                (4, 5) => run::<T, 4, 5>(x, &y, out, path),
+                (1, 6) => run::<T, 1, 6>(x, &y, out, path),
+                (2, 6) => run::<T, 2, 6>(x, &y, out, path),
+                (3, 6) => run::<T, 3, 6>(x, &y, out, path),
+                (4, 6) => run::<T, 4, 6>(x, &y, out, path),
                 (r, c) => crate::ggml_abort!("vec_dot: no {}x{} tile", r, c),
             },
             (r, c) => crate::ggml_abort!("vec_dot: no {}x{} tile", r, c),

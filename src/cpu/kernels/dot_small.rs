@@ -123,6 +123,14 @@ unsafe impl VecDot for BlockTq2_0 {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::tq2_0(x, y) }
     }
+
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512 (and so AVX2, FMA and F16C).
+        unsafe { avx512::tq2_0(x, y) }
+    }
 }
 
 /// Σ 2v·y over 32 values with E2M1 codes: byte j of `qs` holds values j (low nibble) and
@@ -422,6 +430,72 @@ mod avx2 {
                 (Weights32::signed(_mm256_sub_epi8(codes, _mm256_set1_epi8(1))), _mm256_set1_ps(1.0))
             },
         )
+    }
+}
+
+/// TQ2_0 with AVX-512: `vpdpbusd` takes the 2-bit codes q as they are, as unsigned bytes, 64
+/// at a time; each column's sums start from −Σy (its block sums), which makes them Σ(q−1)·y.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::*;
+    use crate::cpu::kernels::dot::prefetch_next_tile;
+    use crate::cpu::kernels::dot_iq::engine::half;
+
+    /// The codes of values 64k..64k+64 of a block: 32 bytes `half` (values 128h on, bits 2p
+    /// of byte m for value 128h + 32p + m), p = 2(k % 2) in the low 256 bits, p + 1 above.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    fn codes(half: __m256i, k: usize) -> __m512i {
+        let p = 2 * (k % 2) as i64;
+        let shifts = _mm512_set_epi64(2 * p + 2, 2 * p + 2, 2 * p + 2, 2 * p + 2, 2 * p, 2 * p, 2 * p, 2 * p);
+        _mm512_and_si512(_mm512_srlv_epi64(_mm512_broadcast_i64x4(half), shifts), _mm512_set1_epi8(3))
+    }
+
+    // Rows and columns index the accumulator grid together.
+    #[allow(clippy::needless_range_loop)]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    pub fn tq2_0<const R: usize, const C: usize>(x: &[&[BlockTq2_0]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        let mut acc = [[_mm512_setzero_ps(); C]; R];
+        for b in 0..x[0].len() {
+            prefetch_next_tile(x, b, 1);
+            let ys: [&BlockQ8K; C] = std::array::from_fn(|c| &y[c][b]);
+            let mut seed = [_mm512_setzero_si512(); C];
+            for c in 0..C {
+                let sums = ys[c].bsums.as_flattened();
+                // SAFETY: the 16 block sums are 32 bytes.
+                let sums = unsafe { _mm256_loadu_si256(sums.as_ptr().cast()) };
+                seed[c] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_cvtepi16_epi32(sums));
+            }
+            for r in 0..R {
+                let blk = &x[r][b];
+                let qs = &blk.qs;
+                // SAFETY: a block's codes are 64 bytes.
+                let halves =
+                    unsafe { [_mm256_loadu_si256(qs.as_ptr().cast()), _mm256_loadu_si256(qs.as_ptr().add(32).cast())] };
+                let codes: [__m512i; 4] =
+                    [codes(halves[0], 0), codes(halves[0], 1), codes(halves[1], 2), codes(halves[1], 3)];
+                let dx = half(blk.d);
+                for c in 0..C {
+                    let mut sums = seed[c];
+                    for (k, &q) in codes.iter().enumerate() {
+                        let act = &ys[c].qs[64 * k..64 * k + 64];
+                        // SAFETY: `act` holds the 64 bytes read.
+                        sums = _mm512_dpbusd_epi32(sums, q, unsafe { _mm512_loadu_si512(act.as_ptr().cast()) });
+                    }
+                    let d = _mm512_set1_ps(dx * ys[c].scale());
+                    acc[r][c] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sums), acc[r][c]);
+                }
+            }
+        }
+        let mut out = [[0.0f32; C]; R];
+        for r in 0..R {
+            for c in 0..C {
+                out[r][c] = _mm512_reduce_add_ps(acc[r][c]);
+            }
+        }
+        out
     }
 }
 
