@@ -347,13 +347,7 @@ pub fn q8k_tile<X, P, const R: usize, const C: usize>(
             }
         }
     }
-    let mut out = [[0.0f32; C]; R];
-    for r in 0..R {
-        for c in 0..C {
-            out[r][c] = _mm512_reduce_add_ps(acc[r][c]);
-        }
-    }
-    out
+    crate::cpu::kernels::dot_avx512::sums(&acc)
 }
 
 #[cfg(test)]
