@@ -489,7 +489,13 @@ mod avx512 {
                 }
             }
         }
-        crate::cpu::kernels::dot_avx512::sums(&acc)
+        let mut out = [[0.0f32; C]; R];
+        for r in 0..R {
+            for c in 0..C {
+                out[r][c] = _mm512_reduce_add_ps(acc[r][c]);
+            }
+        }
+        out
     }
 }
 
