@@ -94,7 +94,8 @@ impl Path {
     pub fn of<T: VecDot>(simd: bool) -> Path {
         #[cfg(target_arch = "x86_64")]
         {
-            if simd && T::AVX512_COLS > 0 && super::features::has_avx512() {
+            let vbmi = !T::AVX512_VBMI || super::features::features().avx512vbmi;
+            if simd && T::AVX512_COLS > 0 && super::features::has_avx512() && vbmi {
                 return Path(Kind::Avx512);
             }
             if simd && simd::has_avx2() {
@@ -103,6 +104,14 @@ impl Path {
         }
         let _ = simd;
         Path(Kind::Scalar)
+    }
+
+    /// Whether this is an AVX-512 tile (which may take [`VecDot::AVX512_COLS`] columns).
+    fn is_avx512(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        return matches!(self.0, Kind::Avx512);
+        #[cfg(not(target_arch = "x86_64"))]
+        false
     }
 }
 
@@ -136,11 +145,15 @@ pub unsafe trait VecDot: Copy + 'static {
     /// [`MAX_WIDE_COLS`]; 0 for formats without one.
     const AVX512_COLS: usize = 0;
 
+    /// Whether the AVX-512 tile also needs AVX512-VBMI (`vpermb`, `vpmultishiftqb`).
+    const AVX512_VBMI: bool = false;
+
     /// `out[r][c] = dot(x[r], y[c])` with AVX-512, for formats whose `AVX512_COLS` is not 0.
     ///
     /// # Safety
     /// The processor supports AVX2, FMA, F16C and the AVX-512 subsets of
-    /// [`Features::has_avx512`](super::features::Features::has_avx512).
+    /// [`Features::has_avx512`](super::features::Features::has_avx512), and VBMI where
+    /// `AVX512_VBMI` says so.
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[Self::Rhs]; C]) -> [[f32; C]; R] {
         // SAFETY: AVX-512 processors have AVX2, FMA and F16C.
@@ -162,7 +175,8 @@ pub unsafe trait VecDot: Copy + 'static {
             "vec_dot: rows of different lengths"
         );
         match path.0 {
-            // SAFETY: `Path::of` checked that the processor supports AVX2, FMA, F16C and AVX-512.
+            // SAFETY: `Path::of` checked that the processor supports AVX2, FMA, F16C and AVX-512
+            // (with VBMI where the format asks for it).
             #[cfg(target_arch = "x86_64")]
             Kind::Avx512 => unsafe { Self::tile_avx512(x, y) },
             // SAFETY: `Path::of` checked that the processor supports AVX2, FMA and F16C.
@@ -1036,8 +1050,7 @@ impl DotKernel {
     /// The kernel for weights of type `ty`, if there is one.
     pub fn for_type(ty: Type) -> Option<DotKernel> {
         fn of<T: VecDot>() -> DotKernel {
-            let wide = T::AVX512_COLS > 0 && super::features::has_avx512();
-            let cols = if wide { T::AVX512_COLS } else { MAX_COLS };
+            let cols = if Path::of::<T>(true).is_avx512() { T::AVX512_COLS } else { MAX_COLS };
             DotKernel { type_: T::TYPE, vec_dot_type: T::VEC_DOT_TYPE, tile: erased_tile::<T>, cols }
         }
         Some(match ty {

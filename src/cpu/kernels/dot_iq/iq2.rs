@@ -111,12 +111,12 @@ unsafe impl VecDot for BlockIq2Xxs {
     }
 
     const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+    const AVX512_VBMI: bool = true;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY (both): the caller vouches for AVX-512 (and so AVX2, FMA and F16C); VBMI is
-        // checked here.
-        unsafe { if super::permuted::available() { avx512::iq2_xxs(x, y) } else { avx2::iq2_xxs(x, y) } }
+        // SAFETY: the caller vouches for AVX-512 with VBMI (and so AVX2, FMA and F16C).
+        unsafe { avx512::iq2_xxs(x, y) }
     }
 }
 
@@ -138,12 +138,12 @@ unsafe impl VecDot for BlockIq2Xs {
     }
 
     const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+    const AVX512_VBMI: bool = true;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY (both): the caller vouches for AVX-512 (and so AVX2, FMA and F16C); VBMI is
-        // checked here.
-        unsafe { if super::permuted::available() { avx512::iq2_xs(x, y) } else { avx2::iq2_xs(x, y) } }
+        // SAFETY: the caller vouches for AVX-512 with VBMI (and so AVX2, FMA and F16C).
+        unsafe { avx512::iq2_xs(x, y) }
     }
 }
 
@@ -165,12 +165,12 @@ unsafe impl VecDot for BlockIq2S {
     }
 
     const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+    const AVX512_VBMI: bool = true;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY (both): the caller vouches for AVX-512 (and so AVX2, FMA and F16C); VBMI is
-        // checked here.
-        unsafe { if super::permuted::available() { avx512::iq2_s(x, y) } else { avx2::iq2_s(x, y) } }
+        // SAFETY: the caller vouches for AVX-512 with VBMI (and so AVX2, FMA and F16C).
+        unsafe { avx512::iq2_s(x, y) }
     }
 }
 

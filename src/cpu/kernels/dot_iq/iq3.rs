@@ -91,12 +91,12 @@ unsafe impl VecDot for BlockIq3Xxs {
     }
 
     const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+    const AVX512_VBMI: bool = true;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY (both): the caller vouches for AVX-512 (and so AVX2, FMA and F16C); VBMI is
-        // checked here.
-        unsafe { if super::permuted::available() { avx512::iq3_xxs(x, y) } else { avx2::iq3_xxs(x, y) } }
+        // SAFETY: the caller vouches for AVX-512 with VBMI (and so AVX2, FMA and F16C).
+        unsafe { avx512::iq3_xxs(x, y) }
     }
 }
 
@@ -118,12 +118,12 @@ unsafe impl VecDot for BlockIq3S {
     }
 
     const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+    const AVX512_VBMI: bool = true;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY (both): the caller vouches for AVX-512 (and so AVX2, FMA and F16C); VBMI is
-        // checked here.
-        unsafe { if super::permuted::available() { avx512::iq3_s(x, y) } else { avx2::iq3_s(x, y) } }
+        // SAFETY: the caller vouches for AVX-512 with VBMI (and so AVX2, FMA and F16C).
+        unsafe { avx512::iq3_s(x, y) }
     }
 }
 

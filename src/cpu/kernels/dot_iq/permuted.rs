@@ -16,8 +16,9 @@
 //! `vpmaddubsw` and `vpdpwssd`. These are the integer sums of the AVX2 tiles, so only the
 //! order of the `f32` sums differs.
 //!
-//! Every function here needs [`available`] (AVX2, FMA, F16C, the AVX-512 subsets of
-//! [`has_avx512`](super::super::features::has_avx512) and VBMI); the callers check it.
+//! Every function here needs AVX2, FMA, F16C, the AVX-512 subsets of
+//! [`has_avx512`](super::super::features::has_avx512) and VBMI: the formats say so with
+//! [`VecDot::AVX512_VBMI`](super::super::dot::VecDot::AVX512_VBMI), and `dot::Path` checks it.
 
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
@@ -25,11 +26,6 @@ use std::sync::OnceLock;
 use crate::cpu::kernels::dot::prefetch_next_tile;
 use crate::quants::iq_grids::{Grid, points4, points8};
 use crate::quants::k_quants::{BlockQ8K, QK_K};
-
-/// Whether this processor runs the tiles here (and AVX-512 is not turned off).
-pub fn available() -> bool {
-    crate::cpu::kernels::features::has_avx512() && crate::cpu::kernels::features::features().avx512vbmi
-}
 
 /// A grid's points as 16-bit codes, 32 to a row: coordinate k's level at bit `bits·k`, for 2
 /// bits a level in the 8-coordinate grids and 3 in the 4-coordinate ones.
@@ -359,6 +355,11 @@ pub fn q8k_tile<X, P, const R: usize, const C: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether this processor runs the functions here (and AVX-512 is not turned off).
+    fn available() -> bool {
+        crate::cpu::kernels::features::has_avx512() && crate::cpu::kernels::features::features().avx512vbmi
+    }
 
     #[test]
     fn codes_hold_the_levels_of_every_point() {
