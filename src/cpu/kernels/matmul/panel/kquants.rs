@@ -32,6 +32,10 @@ const LEVEL_BYTES: usize = GROUPS * 64;
 pub(super) trait KFormat: Copy {
     /// Values per sub-block (one factor and offset each).
     const SUB: usize;
+    /// `Some(b)` where every offset is `−b·factor` (the levels are whole values stored with
+    /// +b): the tiles then take the offsets into the integer sums, and the panels keep no
+    /// offsets.
+    const BIAS: Option<i32> = None;
 
     /// The super-block's levels in value order, and per sub-block its factor and offset.
     fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]);
@@ -76,6 +80,7 @@ fn affine(d: Half, dmin: Half, scales: &[u8; K_SCALE_SIZE], factors: &mut [f32],
 
 impl KFormat for BlockQ6K {
     const SUB: usize = 16;
+    const BIAS: Option<i32> = Some(32);
 
     fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
         for (half, out) in levels.chunks_exact_mut(128).enumerate() {
@@ -98,6 +103,7 @@ impl KFormat for BlockQ6K {
 
 impl KFormat for BlockQ3K {
     const SUB: usize = 16;
+    const BIAS: Option<i32> = Some(4);
 
     fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
         // the levels -4..3 stored with +4
@@ -134,6 +140,7 @@ impl KFormat for BlockQ2K {
 
 impl KFormat for BlockIq4Xs {
     const SUB: usize = 32;
+    const BIAS: Option<i32> = Some(128);
 
     fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
         // the non-linear levels (−127..113) stored with +128, taken off again by the offsets
@@ -160,6 +167,7 @@ impl KFormat for BlockIq4Xs {
 /// taken off again by the offsets.
 impl<F: Whole> KFormat for F {
     const SUB: usize = F::SUB;
+    const BIAS: Option<i32> = Some(F::MAX as i32);
 
     fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
         let (mut bytes, mut multipliers) = ([0i8; QK_K], [0i32; QK_K / 16]);
@@ -181,8 +189,11 @@ pub(super) struct KQuants<F>(PhantomData<F>);
 
 impl<F: KFormat> KQuants<F> {
     const SUBS: usize = QK_K / F::SUB;
-    /// Bytes of one super-block of a panel: levels, then factors and offsets per sub-block.
-    const PANEL_BLOCK_BYTES: usize = LEVEL_BYTES + 2 * Self::SUBS * 64;
+    /// Vectors per sub-block after a panel super-block's levels: its factors, then its offsets
+    /// unless the format has a [`KFormat::BIAS`].
+    const PARTS: usize = if F::BIAS.is_some() { 1 } else { 2 };
+    /// Bytes of one super-block of a panel: levels, then the parts of each sub-block.
+    const PANEL_BLOCK_BYTES: usize = LEVEL_BYTES + Self::PARTS * Self::SUBS * 64;
     /// Bytes of one super-block of an activation row: levels, scale, sub-block sums.
     const ACT_BLOCK_BYTES: usize = QK_K + 4 + 4 * Self::SUBS;
 }
@@ -218,7 +229,12 @@ impl<F: KFormat> Kind for KQuants<F> {
             rest[..4].copy_from_slice(&d.to_ne_bytes());
             for (j, sum) in rest[4..].chunks_exact_mut(4).enumerate() {
                 let q: i32 = (0..per_sum).map(|k| i32::from(blk.bsum(j * per_sum + k))).sum();
-                sum.copy_from_slice(&(d * q as f32).to_ne_bytes());
+                // (|q| ≤ 16·32·127, |b·q| < 2³¹)
+                let bytes = match F::BIAS {
+                    Some(b) => (-b * q).to_ne_bytes(),
+                    None => (d * q as f32).to_ne_bytes(),
+                };
+                sum.copy_from_slice(&bytes);
             }
         }
     }
@@ -242,9 +258,11 @@ impl<F: KFormat> Kind for KQuants<F> {
                 let base = panel.add(b * Self::PANEL_BLOCK_BYTES);
                 interleave(&levels[..rows.len()], base);
                 for j in 0..Self::SUBS {
-                    let at = base.add(LEVEL_BYTES + j * 128);
+                    let at = base.add(LEVEL_BYTES + j * Self::PARTS * 64);
                     std::ptr::copy_nonoverlapping(factors[j].as_ptr().cast::<u8>(), at, 64);
-                    std::ptr::copy_nonoverlapping(offsets[j].as_ptr().cast::<u8>(), at.add(64), 64);
+                    if F::BIAS.is_none() {
+                        std::ptr::copy_nonoverlapping(offsets[j].as_ptr().cast::<u8>(), at.add(64), 64);
+                    }
                 }
             }
         }
@@ -253,10 +271,9 @@ impl<F: KFormat> Kind for KQuants<F> {
     unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [__m512; C] {
         // SAFETY: the caller's contract.
         unsafe {
-            match F::SUB {
-                16 => ktile::<C, 16>(panel, n / QK_K, acts),
-                32 => ktile::<C, 32>(panel, n / QK_K, acts),
-                _ => ktile::<C, QK_K>(panel, n / QK_K, acts),
+            match F::BIAS {
+                Some(_) => biased_tile::<F, C>(panel, n / QK_K, acts),
+                None => ktile::<F, C>(panel, n / QK_K, acts),
             }
         }
     }
@@ -281,18 +298,19 @@ unsafe fn interleave(levels: &[[u8; QK_K]], out: *mut u8) {
     }
 }
 
-/// The panel's 16 rows by `C` activation rows, over `nb` super-blocks with sub-blocks of
-/// `SUB` values.
+/// The panel's 16 rows by `C` activation rows, over `nb` super-blocks of `F`, which has no
+/// [`KFormat::BIAS`]: each sub-block's integer sums scaled by its factors and the activations'
+/// scale, and its offsets met by the activations' sub-block sums.
 ///
 /// # Safety
-/// As for [`Kind::tile`], for a format with sub-blocks of `SUB` values.
+/// As for [`Kind::tile`].
 // Columns index the accumulators and activation rows together.
 #[allow(clippy::needless_range_loop)]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-unsafe fn ktile<const C: usize, const SUB: usize>(panel: *const u8, nb: usize, acts: &[*const u8; C]) -> [__m512; C] {
-    let subs = QK_K / SUB;
-    let (act_bytes, panel_bytes) = (QK_K + 4 + 4 * subs, LEVEL_BYTES + 2 * subs * 64);
+unsafe fn ktile<F: KFormat, const C: usize>(panel: *const u8, nb: usize, acts: &[*const u8; C]) -> [__m512; C] {
+    let subs = KQuants::<F>::SUBS;
+    let (act_bytes, panel_bytes) = (KQuants::<F>::ACT_BLOCK_BYTES, KQuants::<F>::PANEL_BLOCK_BYTES);
     let mut acc = [_mm512_setzero_ps(); C];
     for b in 0..nb {
         // SAFETY: super-block b of the panel and of each activation row (the caller's
@@ -303,14 +321,7 @@ unsafe fn ktile<const C: usize, const SUB: usize>(panel: *const u8, nb: usize, a
             let d: [__m512; C] =
                 std::array::from_fn(|c| _mm512_set1_ps(ys[c].add(QK_K).cast::<f32>().read_unaligned()));
             for j in 0..subs {
-                let mut sums = [_mm512_setzero_si512(); C];
-                for g in j * SUB / 4..(j + 1) * SUB / 4 {
-                    let w = _mm512_load_si512(base.add(g * 64).cast());
-                    for c in 0..C {
-                        let y = ys[c].add(g * 4).cast::<i32>().read_unaligned();
-                        sums[c] = _mm512_dpbusd_epi32(sums[c], w, _mm512_set1_epi32(y));
-                    }
-                }
+                let sums = level_sums::<F, C>(base, &ys, j, [_mm512_setzero_si512(); C]);
                 let factor = _mm512_load_ps(base.add(LEVEL_BYTES + j * 128).cast());
                 let offset = _mm512_load_ps(base.add(LEVEL_BYTES + j * 128 + 64).cast());
                 for c in 0..C {
@@ -322,4 +333,72 @@ unsafe fn ktile<const C: usize, const SUB: usize>(panel: *const u8, nb: usize, a
         }
     }
     acc
+}
+
+/// [`ktile`] for a format with a [`KFormat::BIAS`] `b`: a sub-block's sums start from the
+/// activations' `−b·Σq`, which leaves `Σ (level − b)·q`, the whole values' products, so a
+/// sub-block costs one conversion and one multiply-add per column, and the activations'
+/// scale comes in once per super-block.
+///
+/// # Safety
+/// As for [`Kind::tile`].
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn biased_tile<F: KFormat, const C: usize>(panel: *const u8, nb: usize, acts: &[*const u8; C]) -> [__m512; C] {
+    let subs = KQuants::<F>::SUBS;
+    let (act_bytes, panel_bytes) = (KQuants::<F>::ACT_BLOCK_BYTES, KQuants::<F>::PANEL_BLOCK_BYTES);
+    let mut acc = [_mm512_setzero_ps(); C];
+    for b in 0..nb {
+        // SAFETY: as in ktile.
+        unsafe {
+            let base = panel.add(b * panel_bytes);
+            let ys: [*const u8; C] = std::array::from_fn(|c| acts[c].add(b * act_bytes));
+            let mut block = [_mm512_setzero_ps(); C];
+            for j in 0..subs {
+                let start = std::array::from_fn(|c| {
+                    _mm512_set1_epi32(ys[c].add(QK_K + 4 + 4 * j).cast::<i32>().read_unaligned())
+                });
+                let sums = level_sums::<F, C>(base, &ys, j, start);
+                let factor = _mm512_load_ps(base.add(LEVEL_BYTES + j * 64).cast());
+                for c in 0..C {
+                    block[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]), factor, block[c]);
+                }
+            }
+            for c in 0..C {
+                let d = _mm512_set1_ps(ys[c].add(QK_K).cast::<f32>().read_unaligned());
+                acc[c] = _mm512_fmadd_ps(block[c], d, acc[c]);
+            }
+        }
+    }
+    acc
+}
+
+/// `start` plus the products of sub-block `j`'s levels (of the panel super-block at `base`)
+/// with each column's activation levels (of its super-block at `ys`).
+///
+/// # Safety
+/// AVX-512 VNNI; `base` and `ys` start super-blocks of `F` of a panel and of activation rows.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn level_sums<F: KFormat, const C: usize>(
+    base: *const u8,
+    ys: &[*const u8; C],
+    j: usize,
+    start: [__m512i; C],
+) -> [__m512i; C] {
+    let mut sums = start;
+    for g in j * F::SUB / 4..(j + 1) * F::SUB / 4 {
+        // SAFETY: group g of the super-block's levels, and 4 levels of each column's (the
+        // caller's contract).
+        unsafe {
+            let w = _mm512_load_si512(base.add(g * 64).cast());
+            for c in 0..C {
+                let y = ys[c].add(g * 4).cast::<i32>().read_unaligned();
+                sums[c] = _mm512_dpbusd_epi32(sums[c], w, _mm512_set1_epi32(y));
+            }
+        }
+    }
+    sums
 }
