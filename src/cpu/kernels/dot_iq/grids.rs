@@ -81,6 +81,23 @@ pub static SEVEN_BIT_SIGN_BYTES: [u64; 128] = {
     table
 };
 
+/// Eight sign bits spread to bytes: byte j is 0xff where bit j is set, else 0.
+pub static SIGN_MASKS: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut j = 0;
+        while j < 8 {
+            if i >> j & 1 != 0 {
+                table[i] |= 0xff << (8 * j);
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    table
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

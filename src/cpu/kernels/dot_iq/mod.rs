@@ -55,12 +55,16 @@ fn q8(qs: &[u8], i: usize) -> i32 {
     i32::from(qs[i] as i8)
 }
 
-/// Writes the 8 values of a grid point: its bytes, negated where `signs` has a bit set.
+/// Writes the 8 values of a grid point: its bytes (each 1..=127), negated where `signs` has a
+/// bit set. All eight at once in a `u64` (value by value, this was three quarters of the
+/// time of decoding IQ2_XS panels): a byte's negation `(v ^ 0xff) + 1` carries into no
+/// other byte, as `v` is not 0.
 #[inline]
 fn put_signed(out: &mut [i8], grid: u64, signs: u8) {
-    for (j, (o, g)) in out.iter_mut().zip(grid.to_le_bytes()).enumerate() {
-        let v = g as i8;
-        *o = if signs >> j & 1 != 0 { -v } else { v };
+    let negative = grids::SIGN_MASKS[usize::from(signs)];
+    let values = (grid ^ negative) + (negative & 0x0101_0101_0101_0101);
+    for (o, v) in out.iter_mut().zip(values.to_le_bytes()) {
+        *o = v as i8;
     }
 }
 
@@ -218,5 +222,24 @@ pub(crate) mod test_support {
         let xs: Vec<_> = (0..4).map(|r| x(r + 1)).collect();
         let ys: Vec<_> = (0..2).map(|c| y(&values(n, 100 + c))).collect();
         check::<T>(&xs, &ys, what);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_signed_negates_the_bytes_whose_sign_bits_are_set() {
+        // the extremes of the grids' bytes, and a byte of each size between
+        let grid = u64::from_le_bytes([1, 127, 8, 25, 43, 62, 15, 2]);
+        for signs in 0..=255u8 {
+            let mut out = [0i8; 8];
+            put_signed(&mut out, grid, signs);
+            for (j, (&o, g)) in out.iter().zip(grid.to_le_bytes()).enumerate() {
+                let want = if signs >> j & 1 != 0 { -(g as i8) } else { g as i8 };
+                assert_eq!(o, want, "signs {signs:#010b}, byte {j}");
+            }
+        }
     }
 }
