@@ -4,13 +4,13 @@
 //! values in Q4_K and Q5_K: `d·sc` and `−dmin·m`; 16 in Q6_K: `d·sc` and `−32·d·sc`) and
 //! unsigned levels (0..15, 0..31, 0..63). A panel super-block holds the 16 rows' levels
 //! interleaved four at a time, as the block formats' panels do, then per sub-block the rows'
-//! factors and offsets as `f32`. The levels are the unsigned side of `vpdpbusd` here and the
-//! activations (Q8_K, as ggml quantizes them) the signed side, so nothing is biased; a
-//! sub-block's integer sums are scaled by its factors, and its offsets meet the activations'
-//! sub-block sums (`d·Σq`, kept with the activation row).
+//! factors (and offsets) as `f32`. The levels are the unsigned side of `vpdpbusd` here and the
+//! activations (Q8_K, as ggml quantizes them) the signed side; a sub-block's integer sums are
+//! scaled by its factors, and its offsets meet the activations' sub-block sums `Σq`. Where the
+//! offsets are `−b·factor` ([`KFormat::BIAS`]), the integer sums start from `−b·Σq` instead.
 //!
 //! An activation row is per super-block its 256 levels, its scale `d` as `f32`, then the
-//! sub-blocks' sums `d·Σq` as `f32`.
+//! sub-blocks' sums: `Σq` as `f32`, or `−b·Σq` as `i32` for a format with a bias `b`.
 
 use std::arch::x86_64::*;
 use std::marker::PhantomData;
@@ -229,10 +229,10 @@ impl<F: KFormat> Kind for KQuants<F> {
             rest[..4].copy_from_slice(&d.to_ne_bytes());
             for (j, sum) in rest[4..].chunks_exact_mut(4).enumerate() {
                 let q: i32 = (0..per_sum).map(|k| i32::from(blk.bsum(j * per_sum + k))).sum();
-                // (|q| ≤ 16·32·127, |b·q| < 2³¹)
+                // (|q| ≤ 32·127, |b·q| < 2³¹)
                 let bytes = match F::BIAS {
                     Some(b) => (-b * q).to_ne_bytes(),
-                    None => (d * q as f32).to_ne_bytes(),
+                    None => (q as f32).to_ne_bytes(),
                 };
                 sum.copy_from_slice(&bytes);
             }
@@ -270,12 +270,7 @@ impl<F: KFormat> Kind for KQuants<F> {
 
     unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [__m512; C] {
         // SAFETY: the caller's contract.
-        unsafe {
-            match F::BIAS {
-                Some(_) => biased_tile::<F, C>(panel, n / QK_K, acts),
-                None => ktile::<F, C>(panel, n / QK_K, acts),
-            }
-        }
+        unsafe { ktile::<F, C>(panel, n / QK_K, acts) }
     }
 }
 
@@ -298,9 +293,12 @@ unsafe fn interleave(levels: &[[u8; QK_K]], out: *mut u8) {
     }
 }
 
-/// The panel's 16 rows by `C` activation rows, over `nb` super-blocks of `F`, which has no
-/// [`KFormat::BIAS`]: each sub-block's integer sums scaled by its factors and the activations'
-/// scale, and its offsets met by the activations' sub-block sums.
+/// The panel's 16 rows by `C` activation rows, over `nb` super-blocks of `F`. A sub-block's
+/// integer sums are scaled by its factors, and its offsets meet the activations' sub-block
+/// sums `Σq`; the activations' scale comes in once per super-block. With a
+/// [`KFormat::BIAS`] `b`, the sums start instead from the activations' `−b·Σq`, which leaves
+/// `Σ (level − b)·q`, the whole values' products: one conversion and one multiply-add per
+/// sub-block and column.
 ///
 /// # Safety
 /// As for [`Kind::tile`].
@@ -309,7 +307,7 @@ unsafe fn interleave(levels: &[[u8; QK_K]], out: *mut u8) {
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 unsafe fn ktile<F: KFormat, const C: usize>(panel: *const u8, nb: usize, acts: &[*const u8; C]) -> [__m512; C] {
-    let subs = KQuants::<F>::SUBS;
+    let (subs, parts) = (KQuants::<F>::SUBS, KQuants::<F>::PARTS);
     let (act_bytes, panel_bytes) = (KQuants::<F>::ACT_BLOCK_BYTES, KQuants::<F>::PANEL_BLOCK_BYTES);
     let mut acc = [_mm512_setzero_ps(); C];
     for b in 0..nb {
@@ -318,51 +316,22 @@ unsafe fn ktile<F: KFormat, const C: usize>(panel: *const u8, nb: usize, acts: &
         unsafe {
             let base = panel.add(b * panel_bytes);
             let ys: [*const u8; C] = std::array::from_fn(|c| acts[c].add(b * act_bytes));
-            let d: [__m512; C] =
-                std::array::from_fn(|c| _mm512_set1_ps(ys[c].add(QK_K).cast::<f32>().read_unaligned()));
-            for j in 0..subs {
-                let sums = level_sums::<F, C>(base, &ys, j, [_mm512_setzero_si512(); C]);
-                let factor = _mm512_load_ps(base.add(LEVEL_BYTES + j * 128).cast());
-                let offset = _mm512_load_ps(base.add(LEVEL_BYTES + j * 128 + 64).cast());
-                for c in 0..C {
-                    let sum_y = ys[c].add(QK_K + 4 + 4 * j).cast::<f32>().read_unaligned();
-                    acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]), _mm512_mul_ps(factor, d[c]), acc[c]);
-                    acc[c] = _mm512_fmadd_ps(offset, _mm512_set1_ps(sum_y), acc[c]);
-                }
-            }
-        }
-    }
-    acc
-}
-
-/// [`ktile`] for a format with a [`KFormat::BIAS`] `b`: a sub-block's sums start from the
-/// activations' `−b·Σq`, which leaves `Σ (level − b)·q`, the whole values' products, so a
-/// sub-block costs one conversion and one multiply-add per column, and the activations'
-/// scale comes in once per super-block.
-///
-/// # Safety
-/// As for [`Kind::tile`].
-#[allow(clippy::needless_range_loop)]
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-unsafe fn biased_tile<F: KFormat, const C: usize>(panel: *const u8, nb: usize, acts: &[*const u8; C]) -> [__m512; C] {
-    let subs = KQuants::<F>::SUBS;
-    let (act_bytes, panel_bytes) = (KQuants::<F>::ACT_BLOCK_BYTES, KQuants::<F>::PANEL_BLOCK_BYTES);
-    let mut acc = [_mm512_setzero_ps(); C];
-    for b in 0..nb {
-        // SAFETY: as in ktile.
-        unsafe {
-            let base = panel.add(b * panel_bytes);
-            let ys: [*const u8; C] = std::array::from_fn(|c| acts[c].add(b * act_bytes));
             let mut block = [_mm512_setzero_ps(); C];
             for j in 0..subs {
-                let start = std::array::from_fn(|c| {
-                    _mm512_set1_epi32(ys[c].add(QK_K + 4 + 4 * j).cast::<i32>().read_unaligned())
-                });
+                let sum_y: [*const u8; C] = std::array::from_fn(|c| ys[c].add(QK_K + 4 + 4 * j));
+                let start = match F::BIAS {
+                    Some(_) => std::array::from_fn(|c| _mm512_set1_epi32(sum_y[c].cast::<i32>().read_unaligned())),
+                    None => [_mm512_setzero_si512(); C],
+                };
                 let sums = level_sums::<F, C>(base, &ys, j, start);
-                let factor = _mm512_load_ps(base.add(LEVEL_BYTES + j * 64).cast());
+                let factor = _mm512_load_ps(base.add(LEVEL_BYTES + j * parts * 64).cast());
+                let offset = _mm512_load_ps(base.add(LEVEL_BYTES + j * parts * 64 + 64).cast());
                 for c in 0..C {
                     block[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]), factor, block[c]);
+                    if F::BIAS.is_none() {
+                        let q = _mm512_set1_ps(sum_y[c].cast::<f32>().read_unaligned());
+                        block[c] = _mm512_fmadd_ps(offset, q, block[c]);
+                    }
                 }
             }
             for c in 0..C {
