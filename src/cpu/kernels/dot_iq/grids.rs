@@ -63,24 +63,6 @@ pub static SEVEN_BIT_SIGNS: [u8; 128] = {
     table
 };
 
-/// [`SEVEN_BIT_SIGNS`] spread to bytes: byte j is -1 where bit j is set, else 1 (ggml's
-/// `keven_signs_q2xs`), for multiplying signs onto 8 values at once.
-pub static SEVEN_BIT_SIGN_BYTES: [u64; 128] = {
-    let mut table = [0u64; 128];
-    let mut i = 0;
-    while i < 128 {
-        let signs = SEVEN_BIT_SIGNS[i];
-        let mut j = 0;
-        while j < 8 {
-            let byte: u64 = if signs >> j & 1 != 0 { 0xff } else { 0x01 };
-            table[i] |= byte << (8 * j);
-            j += 1;
-        }
-        i += 1;
-    }
-    table
-};
-
 /// Eight sign bits spread to bytes: byte j is 0xff where bit j is set, else 0.
 pub static SIGN_MASKS: [u64; 256] = {
     let mut table = [0u64; 256];
@@ -93,6 +75,18 @@ pub static SIGN_MASKS: [u64; 256] = {
             }
             j += 1;
         }
+        i += 1;
+    }
+    table
+};
+
+/// [`SEVEN_BIT_SIGNS`] spread to bytes: byte j is -1 where bit j is set, else 1 (ggml's
+/// `keven_signs_q2xs`), for multiplying signs onto 8 values at once.
+pub static SEVEN_BIT_SIGN_BYTES: [u64; 128] = {
+    let mut table = [0u64; 128];
+    let mut i = 0;
+    while i < 128 {
+        table[i] = SIGN_MASKS[SEVEN_BIT_SIGNS[i] as usize] | 0x0101_0101_0101_0101;
         i += 1;
     }
     table

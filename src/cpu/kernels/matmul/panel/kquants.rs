@@ -37,7 +37,8 @@ pub(super) trait KFormat: Copy {
     /// offsets.
     const BIAS: Option<i32> = None;
 
-    /// The super-block's levels in value order, and per sub-block its factor and offset.
+    /// The super-block's levels in value order, and per sub-block its factor and (for a format
+    /// without a [`KFormat::BIAS`], whose offsets follow from the factors) its offset.
     fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]);
 }
 
@@ -82,7 +83,7 @@ impl KFormat for BlockQ6K {
     const SUB: usize = 16;
     const BIAS: Option<i32> = Some(32);
 
-    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], _offsets: &mut [f32]) {
         for (half, out) in levels.chunks_exact_mut(128).enumerate() {
             let ql = &self.ql[64 * half..64 * (half + 1)];
             let qh = &self.qh[32 * half..32 * (half + 1)];
@@ -94,9 +95,8 @@ impl KFormat for BlockQ6K {
             }
         }
         let d = self.d.to_f32();
-        for ((f, o), &sc) in factors.iter_mut().zip(offsets.iter_mut()).zip(&self.scales) {
+        for (f, &sc) in factors.iter_mut().zip(&self.scales) {
             *f = d * f32::from(sc as i8);
-            *o = -32.0 * *f;
         }
     }
 }
@@ -105,15 +105,14 @@ impl KFormat for BlockQ3K {
     const SUB: usize = 16;
     const BIAS: Option<i32> = Some(4);
 
-    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], _offsets: &mut [f32]) {
         // the levels -4..3 stored with +4
         for (out, q) in levels.iter_mut().zip(self.levels()) {
             *out = (q + 4) as u8;
         }
         let d = self.d.to_f32();
-        for (j, (f, o)) in factors.iter_mut().zip(offsets.iter_mut()).enumerate() {
+        for (j, f) in factors.iter_mut().enumerate() {
             *f = d * self.sub_scale(j) as f32;
-            *o = -4.0 * *f;
         }
     }
 }
@@ -142,8 +141,8 @@ impl KFormat for BlockIq4Xs {
     const SUB: usize = 32;
     const BIAS: Option<i32> = Some(128);
 
-    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
-        // the non-linear levels (−127..113) stored with +128, taken off again by the offsets
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], _offsets: &mut [f32]) {
+        // the non-linear levels (−127..113) stored with +128, the bias
         let level = |nibble: u8| IQ4_LEVELS[usize::from(nibble)] as u8 ^ 0x80;
         for (q, out) in self.qs.chunks_exact(16).zip(levels.chunks_exact_mut(32)) {
             let (lo, hi) = out.split_at_mut(16);
@@ -153,23 +152,22 @@ impl KFormat for BlockIq4Xs {
         }
         let d = self.d.to_f32();
         let high = u16::from_le_bytes(self.scales_h);
-        for (i, (f, o)) in factors.iter_mut().zip(offsets.iter_mut()).enumerate() {
+        for (i, f) in factors.iter_mut().enumerate() {
             let low = (self.scales_l[i / 2] >> (4 * (i % 2))) & 0x0f;
             let scale = i32::from(low | (((high >> (2 * i)) & 3) as u8) << 4) - 32;
             *f = d * scale as f32;
-            *o = -128.0 * *f;
         }
     }
 }
 
 /// The grid I-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) and the ternary
-/// formats (TQ1_0, TQ2_0) as whole signed values with a multiplier per sub-block: stored with +`MAX` to make them unsigned levels,
-/// taken off again by the offsets.
+/// formats (TQ1_0, TQ2_0) as whole signed values with a multiplier per sub-block: stored with
+/// +`MAX`, the bias, to make them unsigned levels.
 impl<F: Whole> KFormat for F {
     const SUB: usize = F::SUB;
     const BIAS: Option<i32> = Some(F::MAX as i32);
 
-    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], offsets: &mut [f32]) {
+    fn unpack(&self, levels: &mut [u8; QK_K], factors: &mut [f32], _offsets: &mut [f32]) {
         let (mut bytes, mut multipliers) = ([0i8; QK_K], [0i32; QK_K / 16]);
         let subs = QK_K / F::SUB;
         self.whole(&mut bytes, &mut multipliers[..subs]);
@@ -177,9 +175,8 @@ impl<F: Whole> KFormat for F {
             *l = (b + F::MAX) as u8;
         }
         let scale = self.scale();
-        for ((f, o), &m) in factors.iter_mut().zip(offsets.iter_mut()).zip(&multipliers[..subs]) {
+        for (f, &m) in factors.iter_mut().zip(&multipliers[..subs]) {
             *f = scale * m as f32;
-            *o = -f32::from(F::MAX) * *f;
         }
     }
 }
@@ -325,10 +322,13 @@ unsafe fn ktile<F: KFormat, const C: usize>(panel: *const u8, nb: usize, acts: &
                 };
                 let sums = level_sums::<F, C>(base, &ys, j, start);
                 let factor = _mm512_load_ps(base.add(LEVEL_BYTES + j * parts * 64).cast());
-                let offset = _mm512_load_ps(base.add(LEVEL_BYTES + j * parts * 64 + 64).cast());
                 for c in 0..C {
                     block[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[c]), factor, block[c]);
-                    if F::BIAS.is_none() {
+                }
+                if F::BIAS.is_none() {
+                    // (the panel keeps offsets only for such formats)
+                    let offset = _mm512_load_ps(base.add(LEVEL_BYTES + j * parts * 64 + 64).cast());
+                    for c in 0..C {
                         let q = _mm512_set1_ps(sum_y[c].cast::<f32>().read_unaligned());
                         block[c] = _mm512_fmadd_ps(offset, q, block[c]);
                     }
