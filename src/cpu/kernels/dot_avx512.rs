@@ -294,7 +294,7 @@ fn two_halves(a: Half, b: Half) -> __m128 {
 /// Lanes 0..7 from `a`, lanes 8..15 from `b`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn pair_scales(a: Half, b: Half) -> __m512 {
+pub(super) fn pair_scales(a: Half, b: Half) -> __m512 {
     let index = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     _mm512_permutexvar_ps(index, _mm512_castps128_ps512(two_halves(a, b)))
 }

@@ -222,6 +222,14 @@ unsafe impl VecDot for BlockQ1_0 {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::q1_0(x, y) }
     }
+
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[[BlockQ8_0; 4]]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512 (and so AVX2, FMA and F16C).
+        unsafe { avx512::q1_0(x, y) }
+    }
 }
 
 // SAFETY: as for BlockNvfp4.
@@ -433,15 +441,65 @@ mod avx2 {
     }
 }
 
-/// TQ2_0 with AVX-512: `vpdpbusd` takes the 2-bit codes q as they are, as unsigned bytes, 64
-/// at a time; each column's sums start from −Σy (its block sums), which makes them Σ(q−1)·y.
+/// TQ2_0 and Q1_0 with AVX-512: `vpdpbusd` takes the weights' codes as unsigned bytes, 64 at a
+/// time, and each column's sums start from −Σy, which takes the codes' offset back.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
 
     use super::*;
     use crate::cpu::kernels::dot::prefetch_next_tile;
+    use crate::cpu::kernels::dot_avx512::{bytes_pair, pair_scales};
     use crate::cpu::kernels::dot_iq::engine::half;
+
+    /// The R×C sums of the accumulators' lanes.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    fn reduced<const R: usize, const C: usize>(acc: &[[__m512; C]; R]) -> [[f32; C]; R] {
+        std::array::from_fn(|r| std::array::from_fn(|c| _mm512_reduce_add_ps(acc[r][c])))
+    }
+
+    /// A Q1_0 block's bits become bytes 2 (set, +1) or 0 (clear, −1); with sums started from
+    /// −Σy they give Σ(2b−1)·y. The four Q8_0 blocks of a column's unit go two to a register,
+    /// each pair with its two scales in lanes 0..7 and 8..15.
+    // Rows and columns index the accumulator grid together.
+    #[allow(clippy::needless_range_loop)]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    pub fn q1_0<const R: usize, const C: usize>(x: &[&[BlockQ1_0]; R], y: &[&[[BlockQ8_0; 4]]; C]) -> [[f32; C]; R] {
+        struct Half64 {
+            q: __m512i,
+            d: __m512,
+            seed: __m512i,
+        }
+        let mut acc = [[_mm512_setzero_ps(); C]; R];
+        for b in 0..x[0].len() {
+            prefetch_next_tile(x, b, 1);
+            let ys: [[Half64; 2]; C] = std::array::from_fn(|c| {
+                let unit = &y[c][b];
+                std::array::from_fn(|h| {
+                    let (lo, hi) = (&unit[2 * h], &unit[2 * h + 1]);
+                    let q = bytes_pair(&lo.qs, Some(&hi.qs));
+                    let sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(1), q);
+                    Half64 { q, d: pair_scales(lo.d, hi.d), seed: _mm512_sub_epi32(_mm512_setzero_si512(), sum) }
+                })
+            });
+            for r in 0..R {
+                let blk = &x[r][b];
+                let (lo, hi) = blk.qs.split_at(8);
+                let bits = [lo, hi].map(|q| u64::from_le_bytes(q.try_into().expect("8 bytes")));
+                let w = bits.map(|m| _mm512_maskz_mov_epi8(m, _mm512_set1_epi8(2)));
+                let dx = _mm512_set1_ps(half(blk.d));
+                for c in 0..C {
+                    let [first, second] = &ys[c];
+                    let s0 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(first.seed, w[0], first.q));
+                    let s1 = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(second.seed, w[1], second.q));
+                    let t = _mm512_fmadd_ps(s1, second.d, _mm512_mul_ps(s0, first.d));
+                    acc[r][c] = _mm512_fmadd_ps(t, dx, acc[r][c]);
+                }
+            }
+        }
+        reduced(&acc)
+    }
 
     /// The codes of values 64k..64k+64 of a block: 32 bytes `half` (values 128h on, bits 2p
     /// of byte m for value 128h + 32p + m), p = 2(k % 2) in the low 256 bits, p + 1 above.
@@ -453,6 +511,8 @@ mod avx512 {
         _mm512_and_si512(_mm512_srlv_epi64(_mm512_broadcast_i64x4(half), shifts), _mm512_set1_epi8(3))
     }
 
+    /// TQ2_0: the 2-bit codes q as they are; sums started from −Σy (the block sums) give
+    /// Σ(q−1)·y.
     // Rows and columns index the accumulator grid together.
     #[allow(clippy::needless_range_loop)]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
@@ -489,13 +549,7 @@ mod avx512 {
                 }
             }
         }
-        let mut out = [[0.0f32; C]; R];
-        for r in 0..R {
-            for c in 0..C {
-                out[r][c] = _mm512_reduce_add_ps(acc[r][c]);
-            }
-        }
-        out
+        reduced(&acc)
     }
 }
 

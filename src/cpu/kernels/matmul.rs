@@ -1050,9 +1050,10 @@ pub(super) mod tests {
     fn mul_mat_panel_formats_with_broadcast() {
         let grids = [Type::IQ1_S, Type::IQ1_M, Type::IQ2_XXS, Type::IQ2_XS, Type::IQ2_S, Type::IQ3_XXS, Type::IQ3_S];
         let ternary = [Type::TQ1_0, Type::TQ2_0];
+        let low_bit = [Type::Q1_0, Type::Q2_0];
         let others =
             [Type::IQ4_NL, Type::MXFP4, Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_XS];
-        for ty in others.into_iter().chain(grids).chain(ternary) {
+        for ty in others.into_iter().chain(grids).chain(ternary).chain(low_bit) {
             check_mul_mat(ty, 512, 37, 5, "packed");
             check_mul_mat(ty, 256, 16, 1, "transposed");
         }

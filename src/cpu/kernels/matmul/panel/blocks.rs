@@ -1,6 +1,7 @@
-//! The 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL) on panels.
+//! The formats with a scale per 32 values (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4) or per
+//! block of several 32-value units (Q1_0, Q2_0), on panels.
 //!
-//! A panel block holds the 16 rows' signed byte levels, interleaved four at a time: one
+//! A panel block (one 32-value unit) holds the 16 rows' signed byte levels, interleaved four at a time: one
 //! register holds the same four levels of all sixteen rows. Four levels of one activation row,
 //! broadcast against it, give sixteen rows' partial sums; a block's eight `vpdpbusd` sum the
 //! whole block in integers, and only then is it scaled, once per 16 rows and block (the block
@@ -13,7 +14,8 @@
 //! tiles' only in the order of the `f32` sums.
 //!
 //! An activation row is its levels (32 bytes per block), then the blocks' scales as `f32`,
-//! then (Q8_1) the blocks' sums `d·Σq` as `f32`.
+//! then (Q8_1) the blocks' sums `d·Σq` as `f32`: a Q1_0 or Q2_0 block meets several Q8_0 blocks,
+//! one per unit, as in its dot product.
 
 use std::arch::x86_64::*;
 use std::marker::PhantomData;
@@ -24,11 +26,12 @@ use crate::cpu::kernels::dot_avx512::{bytes_pair, five_bit_pair, nibbles_pair};
 use crate::quants::fp4::{BlockMxfp4, E2M1_DOUBLED, e8m0_to_f32_half};
 use crate::quants::half::Half;
 use crate::quants::iq4::{BlockIq4Nl, LEVELS as IQ4_NL_LEVELS};
+use crate::quants::low_bit::{BlockQ1_0, BlockQ2_0};
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
-/// One block of a decoded panel: 8 registers of levels (four levels of each of the 16 rows
+/// One unit of a decoded panel: 8 registers of levels (four levels of each of the 16 rows
 /// per register), then the rows' scales, the seeds `−128·Σw`, and the rows' minimums.
 const LEVELS: usize = 0;
 const SCALES: usize = 8 * 64;
@@ -40,13 +43,16 @@ const PANEL_BLOCK_BYTES: usize = MINIMUMS + 64;
 pub(super) trait Format: Copy {
     /// Whether each block adds `m·Σy` (Q4_1, Q5_1: activations in Q8_1).
     const AFFINE: bool;
+    /// 32-value units per block, all under the block's scale.
+    const UNITS: usize = 1;
 
-    /// The signed levels of block `b` of `row` and, when `two`, of block `b + 1` (in the high
+    /// The signed levels of unit `u` of `row` and, when `two`, of unit `u + 1` (in the high
     /// half of the register; zero without it).
     ///
     /// # Safety
-    /// AVX-512 (F, BW, VNNI) is available; `b < row.len()`, and `b + 1 < row.len()` when `two`.
-    unsafe fn levels(row: &[Self], b: usize, two: bool) -> __m512i;
+    /// AVX-512 (F, BW, VNNI) is available; `u` is even when `UNITS` is above 1; `u` (and
+    /// `u + 1` when `two`) is below `UNITS · row.len()`.
+    unsafe fn levels(row: &[Self], u: usize, two: bool) -> __m512i;
 
     /// The block's scale (of its levels as [`Format::levels`] gives them).
     fn scale(&self) -> f32;
@@ -205,6 +211,57 @@ impl Format for BlockMxfp4 {
     }
 }
 
+
+impl Format for BlockQ1_0 {
+    const AFFINE: bool = false;
+    const UNITS: usize = 4;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn levels(row: &[Self], u: usize, two: bool) -> __m512i {
+        // SAFETY: unit u is in block u / 4 (the caller's contract), and so is u + 1, u being even.
+        let block = unsafe { row.get_unchecked(u / 4) };
+        // bit j of the word is value j of the two units: a set bit is +1, a clear one −1
+        let valid = if two { u64::MAX } else { u64::from(u32::MAX) };
+        let at = 4 * (u % 4);
+        let bits = u64::from_le_bytes(block.qs[at..at + 8].try_into().expect("8 bytes"));
+        let signs = _mm512_mask_mov_epi8(_mm512_set1_epi8(-1), bits, _mm512_set1_epi8(1));
+        _mm512_maskz_mov_epi8(valid, signs)
+    }
+
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
+    }
+}
+
+impl Format for BlockQ2_0 {
+    const AFFINE: bool = false;
+    const UNITS: usize = 2;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn levels(row: &[Self], u: usize, two: bool) -> __m512i {
+        // SAFETY: unit u is in block u / 2 (the caller's contract), and so is u + 1, u being even.
+        let block = unsafe { row.get_unchecked(u / 2) };
+        // SAFETY: a block's codes are 16 bytes.
+        let qs = unsafe { _mm_loadu_si128(block.qs.as_ptr().cast()) };
+        // byte m to 32-bit lane m, copied four times 6 bits apart so that code p of the byte
+        // (value 4m + p) lands at the bottom of byte p
+        let wide = _mm512_cvtepu8_epi32(qs);
+        let spread = _mm512_or_si512(
+            _mm512_or_si512(wide, _mm512_slli_epi32::<6>(wide)),
+            _mm512_or_si512(_mm512_slli_epi32::<12>(wide), _mm512_slli_epi32::<18>(wide)),
+        );
+        let codes = _mm512_and_si512(spread, _mm512_set1_epi8(3));
+        let valid = if two { u64::MAX } else { u64::from(u32::MAX) };
+        _mm512_maskz_sub_epi8(valid, codes, _mm512_set1_epi8(1))
+    }
+
+    fn scale(&self) -> f32 {
+        self.d.to_f32()
+    }
+}
+
 /// The block formats' [`Kind`]: `F` weights, activations in `F`'s Q8 format.
 pub(super) struct Blocks<F>(PhantomData<F>);
 
@@ -265,14 +322,13 @@ impl<F: Format> Kind for Blocks<F> {
     }
 
     unsafe fn decode(rows: &[*const u8], n: usize, panel: *mut u8) {
-        let nb = n / 32;
         let mut blocks: [&[F]; PANEL_ROWS] = [&[]; PANEL_ROWS];
         for (b, &row) in blocks.iter_mut().zip(rows) {
-            // SAFETY: a row of nb blocks of F (the caller's contract), read only.
-            *b = unsafe { std::slice::from_raw_parts(row.cast::<F>(), nb) };
+            // SAFETY: a row of n values of F (the caller's contract), read only.
+            *b = unsafe { std::slice::from_raw_parts(row.cast::<F>(), n / (32 * F::UNITS)) };
         }
         // SAFETY: the caller's contract.
-        unsafe { decode_rows(&blocks[..rows.len()], nb, panel) }
+        unsafe { decode_rows(&blocks[..rows.len()], n / 32, panel) }
     }
 
     unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [__m512; C] {
@@ -306,7 +362,7 @@ impl ActRow {
 }
 
 /// # Safety
-/// AVX-512; every row holds `nb` blocks; `panel` holds `nb` panel blocks on a cache line.
+/// AVX-512; every row holds `nb` units; `panel` holds `nb` panel blocks on a cache line.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 unsafe fn decode_rows<F: Format>(rows: &[&[F]], nb: usize, panel: *mut u8) {
     let ones = _mm512_set1_epi8(1);
@@ -332,8 +388,8 @@ unsafe fn decode_rows<F: Format>(rows: &[&[F]], nb: usize, panel: *mut u8) {
             let seeds = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32::<7>(sums));
             let (mut d, mut m) = ([0f32; PANEL_ROWS], [0f32; PANEL_ROWS]);
             for (r, row) in rows.iter().enumerate() {
-                // SAFETY: blk < nb.
-                let block = unsafe { row.get_unchecked(blk) };
+                // SAFETY: unit blk < nb is in block blk / UNITS.
+                let block = unsafe { row.get_unchecked(blk / F::UNITS) };
                 (d[r], m[r]) = (block.scale(), block.minimum());
             }
             // SAFETY: inside the panel block, on cache lines; the arrays hold 16 floats.

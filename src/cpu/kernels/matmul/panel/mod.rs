@@ -9,7 +9,8 @@
 //! serves every column of its chunk, so the decoding is paid back over a batch; ggml reaches
 //! the same shape by repacking weights when they are loaded.
 //!
-//! [`blocks`] holds the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4),
+//! [`blocks`] holds the formats with a scale per 32 values (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL,
+//! MXFP4) or per block of such units (Q1_0, Q2_0),
 //! [`kquants`] the super-block formats with Q8_K activations (Q2_K to Q6_K, IQ4_XS,
 //! the grid I-quants and the ternary formats),
 //! [`floats`] the F32, F16 and BF16 weights, [`bf16_pairs`] BF16 weights on processors
@@ -109,6 +110,8 @@ macro_rules! with_kind {
             Type::Q8_0 => Some($f::<blocks::Blocks<crate::quants::q8::BlockQ8_0>>($($args),*)),
             Type::IQ4_NL => Some($f::<blocks::Blocks<crate::quants::iq4::BlockIq4Nl>>($($args),*)),
             Type::MXFP4 => Some($f::<blocks::Blocks<crate::quants::fp4::BlockMxfp4>>($($args),*)),
+            Type::Q1_0 => Some($f::<blocks::Blocks<crate::quants::low_bit::BlockQ1_0>>($($args),*)),
+            Type::Q2_0 => Some($f::<blocks::Blocks<crate::quants::low_bit::BlockQ2_0>>($($args),*)),
             Type::Q2_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ2K>>($($args),*)),
             Type::IQ4_XS => Some($f::<kquants::KQuants<crate::quants::iq4::BlockIq4Xs>>($($args),*)),
             Type::Q3_K => Some($f::<kquants::KQuants<crate::quants::k_quants::BlockQ3K>>($($args),*)),
