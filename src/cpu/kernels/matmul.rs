@@ -1057,11 +1057,19 @@ pub(super) mod tests {
             check_mul_mat(ty, 512, 37, 5, "packed");
             check_mul_mat(ty, 256, 16, 1, "transposed");
         }
-        // BF16 as pairs: a span and a part (1100 = 1024 + 76, a part of a transpose), a short
-        // row, and an odd one (the widening kind)
+        // BF16 as pairs: a row with a part of a transpose (1100 = 1024 + 76), a short row, and
+        // an odd one (the widening kind)
         check_mul_mat(Type::BF16, 1100, 37, 5, "packed");
         check_mul_mat(Type::BF16, 38, 16, 1, "transposed");
         check_mul_mat(Type::BF16, 39, 16, 1, "packed");
+    }
+
+    #[test]
+    fn mul_mat_panels_take_large_activations_a_span_at_a_time() {
+        // over 8 MiB of converted activations (1024 and 2048 columns of 2148 values, as f32
+        // and as bfloat16 pairs): a span of 2048 values, then a part of one
+        check_mul_mat(Type::F16, 2148, 17, 128, "packed");
+        check_mul_mat(Type::BF16, 2148, 17, 256, "packed");
     }
 
     #[test]

@@ -35,8 +35,7 @@ pub(super) struct Bf16Pairs;
 impl Kind for Bf16Pairs {
     const TILE_COLS: usize = TILE_COLS;
     const UNIT: usize = 2;
-    // as many bytes of activations per span as the f32 kinds' 512 values
-    const SPAN: usize = 1024;
+    const SPAN: usize = 2048;
 
     fn activations_size(n: usize, cols: usize) -> usize {
         2 * n * cols.next_multiple_of(TILE_COLS)

@@ -99,7 +99,7 @@ pub(super) struct Floats<T>(PhantomData<T>);
 impl<T: Float> Kind for Floats<T> {
     const TILE_COLS: usize = TILE_COLS;
     const UNIT: usize = 1;
-    const SPAN: usize = 512;
+    const SPAN: usize = 2048;
 
     fn activations_size(n: usize, cols: usize) -> usize {
         4 * n * cols.next_multiple_of(Self::TILE_COLS)
