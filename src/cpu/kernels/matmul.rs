@@ -420,13 +420,13 @@ pub fn mul_mat_work_size(node: &Tensor, n_tasks: usize) -> usize {
     let (Some(src0), Some(src1)) = (unsafe { node.src[0].as_ref() }, unsafe { node.src[1].as_ref() }) else {
         return 0;
     };
-    if crate::cpu::repack::is_repacked(src0) {
-        return repacked::work_size(src0, src1);
-    }
     #[cfg(target_arch = "x86_64")]
     let panels = if panel::applies(src0, src1) { panel::work_size(src0, src1, n_tasks) } else { 0 };
     #[cfg(not(target_arch = "x86_64"))]
     let panels = 0;
+    if crate::cpu::repack::is_repacked(src0) {
+        return repacked::work_size(src0, src1).max(panels);
+    }
     let blocks = match DotKernel::for_type(src0.type_) {
         Some(k) if needs_conversion(src1, k.vec_dot_type) => {
             let line = if line_offset(src0, k.vec_dot_type).is_some() { CACHE_LINE_SIZE } else { 0 };
@@ -465,12 +465,12 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
     crate::ggml_assert!(dst.type_ == Type::F32 && dst.nb[0] == 4, "mul_mat: the result must be F32 with packed rows");
 
     let (mut wdata, mut wsize) = scratch(params);
-    if crate::cpu::repack::is_repacked(&src0) {
-        repacked::mul_mat(params, &dst, &src0, &src1, wdata, wsize);
-        return;
-    }
     #[cfg(target_arch = "x86_64")]
     if use_simd(params) && panel::applies(&src0, &src1) && panel::mul_mat(params, &dst, &src0, &src1, wdata, wsize) {
+        return;
+    }
+    if crate::cpu::repack::is_repacked(&src0) {
+        repacked::mul_mat(params, &dst, &src0, &src1, wdata, wsize);
         return;
     }
     // A caller's own plan may leave no room for the line offset: the rows start on a line then,

@@ -14,7 +14,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{Kind, PANEL_ROWS, transpose};
+use super::{FromGroups, Kind, PANEL_ROWS, transpose};
 use crate::cpu::kernels::features::features;
 use crate::cpu::kernels::simd;
 use crate::quants::half::Bf16;
@@ -75,6 +75,14 @@ impl Kind for Bf16Pairs {
         // SAFETY: the caller's contract; the kind is only chosen where `applies` found
         // AVX512-BF16.
         unsafe { pair_tile(panel.cast(), n, &acts.map(|a| a.cast::<u32>())) }
+    }
+}
+
+impl FromGroups for Bf16Pairs {
+    unsafe fn decode_group(group: *const u8, n: usize, panel: *mut u8) {
+        // the group's layout is the panel's: a pair of values of each row per chunk
+        // SAFETY: n / 2 pairs of 16 rows on each side (the caller's contract), apart.
+        unsafe { std::ptr::copy_nonoverlapping(group, panel, n / 2 * 4 * PANEL_ROWS) }
     }
 }
 

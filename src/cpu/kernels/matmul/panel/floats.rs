@@ -14,7 +14,7 @@
 use std::arch::x86_64::*;
 use std::marker::PhantomData;
 
-use super::{Kind, PANEL_ROWS, lanes, transpose};
+use super::{FromGroups, Kind, PANEL_ROWS, lanes, transpose};
 use crate::cpu::kernels::simd;
 use crate::quants::half::Bf16;
 
@@ -28,6 +28,13 @@ pub(super) trait Float: Copy {
     /// # Safety
     /// AVX-512; `at` starts `len` readable values.
     unsafe fn load(at: *const Self, len: usize) -> __m512;
+
+    /// Widens `n` values of a CPU_REPACK group's 16 rows, from its chunk at `group`, into a
+    /// panel (`[k][16]`).
+    ///
+    /// # Safety
+    /// As for [`FromGroups::decode_group`].
+    unsafe fn widen_group(group: *const u8, n: usize, panel: *mut f32);
 }
 
 /// `x` rounded into `out` through a 16-bit format: `narrow`, then `widen`, a stack buffer at a
@@ -57,6 +64,12 @@ impl Float for f32 {
         // SAFETY: the caller's contract; masked-off lanes are not read.
         unsafe { _mm512_maskz_loadu_ps(lanes(len), at) }
     }
+
+    unsafe fn widen_group(group: *const u8, n: usize, panel: *mut f32) {
+        // the group's layout is the panel's
+        // SAFETY: n values of 16 rows on each side (the caller's contract), apart.
+        unsafe { std::ptr::copy_nonoverlapping(group.cast::<f32>(), panel, n * PANEL_ROWS) }
+    }
 }
 
 impl Float for u16 {
@@ -69,6 +82,18 @@ impl Float for u16 {
     unsafe fn load(at: *const u16, len: usize) -> __m512 {
         // SAFETY: the caller's contract; masked-off lanes are not read.
         _mm512_cvtph_ps(unsafe { _mm256_maskz_loadu_epi16(lanes(len), at.cast()) })
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn widen_group(group: *const u8, n: usize, panel: *mut f32) {
+        for k in 0..n {
+            // SAFETY: value k < n of the 16 rows on each side (the caller's contract); the
+            // panel on a cache line.
+            unsafe {
+                let v = _mm512_cvtph_ps(_mm256_loadu_si256(group.add(32 * k).cast()));
+                _mm512_store_ps(panel.add(k * PANEL_ROWS), v);
+            }
+        }
     }
 }
 
@@ -84,6 +109,22 @@ impl Float for Bf16 {
         let bits = unsafe { _mm256_maskz_loadu_epi16(lanes(len), at.cast()) };
         // bfloat16 is the high half of an f32
         _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(bits)))
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn widen_group(group: *const u8, n: usize, panel: *mut f32) {
+        // a chunk holds a pair of values of each row, the first in the low half of its word
+        for p in 0..n / 2 {
+            // SAFETY: pair p < n / 2 of the 16 rows on each side (the caller's contract); the
+            // panel on a cache line.
+            unsafe {
+                let pairs = _mm512_loadu_si512(group.add(64 * p).cast());
+                let first = _mm512_slli_epi32::<16>(pairs);
+                let second = _mm512_and_si512(pairs, _mm512_set1_epi32(0xffff_0000_u32 as i32));
+                _mm512_store_ps(panel.add(2 * p * PANEL_ROWS), _mm512_castsi512_ps(first));
+                _mm512_store_ps(panel.add((2 * p + 1) * PANEL_ROWS), _mm512_castsi512_ps(second));
+            }
+        }
     }
 }
 
@@ -135,6 +176,13 @@ impl<T: Float> Kind for Floats<T> {
     unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [__m512; C] {
         // SAFETY: the caller's contract.
         unsafe { float_tile(panel.cast(), n, &acts.map(|a| a.cast::<f32>())) }
+    }
+}
+
+impl<T: Float> FromGroups for Floats<T> {
+    unsafe fn decode_group(group: *const u8, n: usize, panel: *mut u8) {
+        // SAFETY: the caller's contract.
+        unsafe { T::widen_group(group, n, panel.cast()) }
     }
 }
 
