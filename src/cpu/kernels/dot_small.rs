@@ -226,7 +226,10 @@ unsafe impl VecDot for BlockQ1_0 {
     const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
 
     #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[[BlockQ8_0; 4]]; C]) -> [[f32; C]; R] {
+    unsafe fn tile_avx512<const R: usize, const C: usize>(
+        x: &[&[Self]; R],
+        y: &[&[[BlockQ8_0; 4]]; C],
+    ) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512 (and so AVX2, FMA and F16C).
         unsafe { avx512::q1_0(x, y) }
     }

@@ -211,7 +211,6 @@ impl Format for BlockMxfp4 {
     }
 }
 
-
 impl Format for BlockQ1_0 {
     const AFFINE: bool = false;
     const UNITS: usize = 4;

@@ -38,6 +38,12 @@ const PANEL_ROWS: usize = 16;
 /// Fewer columns than this are left to the dot-product tiles: decoding a panel costs about as
 /// much as running it against a few columns.
 const MIN_COLS: i64 = 8;
+/// Fewer columns than this of repacked float weights are left to the repacked tiles, which
+/// read the groups as they are. The float layouts of CPU_REPACK hold what a panel holds, so a
+/// panel is a copy or a widening of a group; from 128 columns the panels' tiles pay that back
+/// (F16 1024×2816, one thread, by 128: 7.8 ms repacked, 7.6 on panels; by 512: 35.3 and 28.6;
+/// by 64, two threads: 2.0 and 2.2).
+const MIN_GROUP_COLS: i64 = 128;
 /// A chunk of a panel's columns, when panels alone are too few to share out, has at least
 /// this many columns, to keep the decoding paid back. (At 32, an F32 product of 256 rows of
 /// 1024 by 64 columns split its columns in two and decoded every panel twice: 433 µs at one
@@ -200,24 +206,22 @@ macro_rules! of_kind {
 /// Whether the panel route takes a MUL_MAT of `src0` by `src1` (before the scratch is known):
 /// weights of a kind here (repacked ones of a kind that reads groups), F32 activations, enough
 /// columns, and a processor with AVX-512 VNNI.
-///
-/// Repacked float weights take it for batches: the float layouts of CPU_REPACK hold what a
-/// panel holds, so decoding is a copy or a widening, and the panels' tiles ran prompts faster
-/// than the repacked ones (F16 1024×2816 by 512, one thread: 35.3 ms repacked, 28.8 on panels).
 pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
     fn any<K: Kind>() {}
-    let kind = if is_repacked(src0) { with_group_kind!(src0, any()) } else { with_kind!(src0, any()) };
-    kind.is_some()
-        && src1.type_ == Type::F32
-        && src1.ne[1] * src1.ne[2] * src1.ne[3] >= MIN_COLS
-        && has_avx512()
+    let (kind, min_cols) = if is_repacked(src0) {
+        (with_group_kind!(src0, any()), MIN_GROUP_COLS)
+    } else {
+        (with_kind!(src0, any()), MIN_COLS)
+    };
+    kind.is_some() && src1.type_ == Type::F32 && src1.ne[1] * src1.ne[2] * src1.ne[3] >= min_cols && has_avx512()
 }
 
 /// Scratch bytes for the panel route with `n_threads` threads: the converted activations, then
 /// a decoded panel per thread, on cache lines.
 pub(super) fn work_size(src0: &Tensor, src1: &Tensor, n_threads: usize) -> usize {
     fn size<K: Kind>(n: usize, cols: usize, n_threads: usize) -> usize {
-        K::activations_size(n, cols).next_multiple_of(CACHE_LINE_SIZE) + n_threads * K::panel_size(span_len::<K>(n, cols))
+        K::activations_size(n, cols).next_multiple_of(CACHE_LINE_SIZE)
+            + n_threads * K::panel_size(span_len::<K>(n, cols))
     }
     let cols = (src1.ne[1] * src1.ne[2] * src1.ne[3]) as usize;
     let n = src0.ne[0] as usize;

@@ -403,9 +403,18 @@ mod tests {
             // one and several groups; one column, a partial tile, several tiles and tasks; rows
             // longer than the float schemes' span, in one pass (few columns) and in spans (a
             // task's 64 columns of 4352 values overflow SPAN_CACHE, even as BF16). On AVX-512
-            // processors the float weights' batches of 8 columns and more take the panels
-            // instead, decoded from the groups.
-            for (k, m, n) in [(256, 16, 1), (512, 32, 3), (256, 48, 9), (256, 16, 70), (2304, 16, 2), (4352, 16, 70)] {
+            // processors the float weights' batches of 128 columns and more (n = 70: 140) take
+            // the panels instead, decoded from the groups.
+            let shapes = [
+                (256, 16, 1),
+                (512, 32, 3),
+                (256, 48, 9),
+                (256, 16, 70),
+                (2304, 16, 2),
+                (4352, 16, 60),
+                (4352, 16, 70),
+            ];
+            for (k, m, n) in shapes {
                 for (threads, use_ref) in [(1, false), (3, false), (2, true)] {
                     let (plain, repacked) = products(ty, k, m, n, threads, use_ref);
                     let e = nmse(&repacked, &plain);
