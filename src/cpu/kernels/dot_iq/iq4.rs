@@ -71,6 +71,15 @@ unsafe impl VecDot for BlockIq4Xs {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::iq4_xs(x, y) }
     }
+
+    const AVX512_COLS: usize = crate::cpu::kernels::dot::MAX_COLS;
+    const AVX512_VBMI: bool = true;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512 with VBMI (and so AVX2, FMA and F16C).
+        unsafe { avx512::iq4_xs(x, y) }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -105,6 +114,46 @@ mod avx2 {
             |b, scales, i| Sub32 {
                 weights: Weights32::signed(lookup16(&LEVELS, nibbles(load16(&b.qs, 16 * i)))),
                 scales: _mm256_set1_epi16(scales[i]),
+            },
+        )
+    }
+}
+
+/// IQ4_XS on the AVX-512 tiles of the grid I-quants ([`super::permuted`]): a chunk of 64
+/// values is two groups' codes looked up into levels, whose magnitudes (at most 127, so a pair
+/// sum with activations stays within 16 bits) and signs are what those tiles take, with each
+/// group's scale as the multiplier of its pair sums.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::super::engine::half;
+    use super::super::permuted::{Chunk, chunk_multipliers, q8k_tile};
+    use super::*;
+    use crate::cpu::kernels::dot_avx512::nibbles_pair;
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")]
+    pub fn iq4_xs<const R: usize, const C: usize>(x: &[&[BlockIq4Xs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the table holds the 16 bytes read.
+        let table = _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(LEVELS.as_ptr().cast()) });
+        q8k_tile(
+            x,
+            y,
+            |b| {
+                let scales: [i16; 8] = std::array::from_fn(|i| xs_scale(b, i) as i16);
+                // SAFETY: the array holds the 16 bytes read.
+                let scales = unsafe { _mm_loadu_si128(scales.as_ptr().cast()) };
+                (half(b.d), _mm512_castsi128_si512(scales))
+            },
+            |b, &scales, k| {
+                // groups 2k and 2k + 1, each 16 bytes of codes laid out as a Q4_0 block's
+                let group = |g: usize| -> &[u8; 16] { b.qs[16 * g..16 * g + 16].try_into().expect("16 bytes") };
+                let levels = _mm512_shuffle_epi8(table, nibbles_pair(group(2 * k), Some(group(2 * k + 1))));
+                Chunk {
+                    magnitudes: _mm512_abs_epi8(levels),
+                    negative: _mm512_movepi8_mask(levels),
+                    multipliers: chunk_multipliers(scales, k, 32),
+                }
             },
         )
     }
