@@ -143,15 +143,26 @@ fn span_len<K: Kind>(n: usize, cols: usize) -> usize {
 /// The most columns of any kind's tile.
 const MAX_TILE_COLS: usize = 12;
 
-/// `Some($f::<Kind>($args))` with the kind of the weights `src0`, `None` for weights without
-/// one: the one list of the types the panels take.
-macro_rules! with_kind {
+/// `with_kind!` for the float weights, whose kinds also read repacked groups ([`FromGroups`]);
+/// `None` for other weights.
+macro_rules! with_float_kind {
     ($src0:expr, $f:ident($($args:expr),*)) => {
         match $src0.type_ {
             Type::BF16 if bf16_pairs::applies($src0.ne[0]) => Some($f::<bf16_pairs::Bf16Pairs>($($args),*)),
             Type::F32 => Some($f::<floats::Floats<f32>>($($args),*)),
             Type::F16 => Some($f::<floats::Floats<u16>>($($args),*)),
             Type::BF16 => Some($f::<floats::Floats<crate::quants::half::Bf16>>($($args),*)),
+            _ => None,
+        }
+    };
+}
+
+/// `Some($f::<Kind>($args))` with the kind of the weights `src0`, `None` for weights without
+/// one: the one list of the types the panels take.
+macro_rules! with_kind {
+    ($src0:expr, $f:ident($($args:expr),*)) => {
+        match $src0.type_ {
+            Type::F32 | Type::F16 | Type::BF16 => with_float_kind!($src0, $f($($args),*)),
             Type::Q4_0 => Some($f::<blocks::Blocks<crate::quants::q4::BlockQ4_0>>($($args),*)),
             Type::Q4_1 => Some($f::<blocks::Blocks<crate::quants::q4::BlockQ4_1>>($($args),*)),
             Type::Q5_0 => Some($f::<blocks::Blocks<crate::quants::q5::BlockQ5_0>>($($args),*)),
@@ -181,20 +192,6 @@ macro_rules! with_kind {
     };
 }
 
-/// `Some($f::<Kind>($args))` with the kind of repacked weights `src0`, `None` for weights
-/// without one.
-macro_rules! with_group_kind {
-    ($src0:expr, $f:ident($($args:expr),*)) => {
-        match $src0.type_ {
-            Type::BF16 if bf16_pairs::applies($src0.ne[0]) => Some($f::<bf16_pairs::Bf16Pairs>($($args),*)),
-            Type::F32 => Some($f::<floats::Floats<f32>>($($args),*)),
-            Type::F16 => Some($f::<floats::Floats<u16>>($($args),*)),
-            Type::BF16 => Some($f::<floats::Floats<crate::quants::half::Bf16>>($($args),*)),
-            _ => None,
-        }
-    };
-}
-
 /// `with_kind!` for weights [`applies`] has accepted.
 macro_rules! of_kind {
     ($src0:expr, $f:ident($($args:expr),*)) => {
@@ -209,7 +206,7 @@ macro_rules! of_kind {
 pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
     fn any<K: Kind>() {}
     let (kind, min_cols) = if is_repacked(src0) {
-        (with_group_kind!(src0, any()), MIN_GROUP_COLS)
+        (with_float_kind!(src0, any()), MIN_GROUP_COLS)
     } else {
         (with_kind!(src0, any()), MIN_COLS)
     };
@@ -226,7 +223,7 @@ pub(super) fn work_size(src0: &Tensor, src1: &Tensor, n_threads: usize) -> usize
     let cols = (src1.ne[1] * src1.ne[2] * src1.ne[3]) as usize;
     let n = src0.ne[0] as usize;
     if is_repacked(src0) {
-        return with_group_kind!(src0, size(n, cols, n_threads)).unwrap_or(0);
+        return with_float_kind!(src0, size(n, cols, n_threads)).unwrap_or(0);
     }
     of_kind!(src0, size(n, cols, n_threads))
 }
@@ -251,7 +248,7 @@ pub(super) fn mul_mat(
         run::<K>(params, dst, src0, src1, wdata, decode_group::<K>);
     }
     if is_repacked(src0) {
-        with_group_kind!(src0, groups(params, dst, src0, src1, wdata))
+        with_float_kind!(src0, groups(params, dst, src0, src1, wdata))
             .unwrap_or_else(|| crate::ggml_abort!("mul_mat: no panels for repacked {} weights", src0.type_.name()));
     } else {
         of_kind!(src0, rows(params, dst, src0, src1, wdata));
