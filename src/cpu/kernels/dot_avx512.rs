@@ -42,7 +42,7 @@ pub const BLOCK_COLS: usize = 4;
 #[allow(clippy::needless_range_loop)]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn sums<const R: usize, const C: usize>(acc: &[[__m512; C]; R]) -> [[f32; C]; R] {
+pub(super) fn sums<const R: usize, const C: usize>(acc: &[[__m512; C]; R]) -> [[f32; C]; R] {
     let mut out = [[0.0f32; C]; R];
     for c in 0..C {
         if R == 4 {

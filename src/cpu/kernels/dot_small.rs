@@ -452,15 +452,8 @@ mod avx512 {
 
     use super::*;
     use crate::cpu::kernels::dot::prefetch_next_tile;
-    use crate::cpu::kernels::dot_avx512::{bytes_pair, pair_scales};
+    use crate::cpu::kernels::dot_avx512::{bytes_pair, pair_scales, sums as lane_sums};
     use crate::cpu::kernels::dot_iq::engine::half;
-
-    /// The R×C sums of the accumulators' lanes.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-    fn reduced<const R: usize, const C: usize>(acc: &[[__m512; C]; R]) -> [[f32; C]; R] {
-        std::array::from_fn(|r| std::array::from_fn(|c| _mm512_reduce_add_ps(acc[r][c])))
-    }
 
     /// A Q1_0 block's bits become bytes 2 (set, +1) or 0 (clear, −1); with sums started from
     /// −Σy they give Σ(2b−1)·y. The four Q8_0 blocks of a column's unit go two to a register,
@@ -501,7 +494,7 @@ mod avx512 {
                 }
             }
         }
-        reduced(&acc)
+        lane_sums(&acc)
     }
 
     /// The codes of values 64k..64k+64 of a block: 32 bytes `half` (values 128h on, bits 2p
@@ -552,7 +545,7 @@ mod avx512 {
                 }
             }
         }
-        reduced(&acc)
+        lane_sums(&acc)
     }
 }
 

@@ -47,7 +47,7 @@ pub(super) trait Format: Copy {
     const UNITS: usize = 1;
 
     /// The signed levels of unit `u` of `row` and, when `two`, of unit `u + 1` (in the high
-    /// half of the register; zero without it).
+    /// half of the register, which is not read without it).
     ///
     /// # Safety
     /// AVX-512 (F, BW, VNNI) is available; `u` is even when `UNITS` is above 1; `u` (and
@@ -217,15 +217,13 @@ impl Format for BlockQ1_0 {
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-    unsafe fn levels(row: &[Self], u: usize, two: bool) -> __m512i {
+    unsafe fn levels(row: &[Self], u: usize, _two: bool) -> __m512i {
         // SAFETY: unit u is in block u / 4 (the caller's contract), and so is u + 1, u being even.
         let block = unsafe { row.get_unchecked(u / 4) };
         // bit j of the word is value j of the two units: a set bit is +1, a clear one −1
-        let valid = if two { u64::MAX } else { u64::from(u32::MAX) };
         let at = 4 * (u % 4);
         let bits = u64::from_le_bytes(block.qs[at..at + 8].try_into().expect("8 bytes"));
-        let signs = _mm512_mask_mov_epi8(_mm512_set1_epi8(-1), bits, _mm512_set1_epi8(1));
-        _mm512_maskz_mov_epi8(valid, signs)
+        _mm512_mask_mov_epi8(_mm512_set1_epi8(-1), bits, _mm512_set1_epi8(1))
     }
 
     fn scale(&self) -> f32 {
@@ -239,7 +237,7 @@ impl Format for BlockQ2_0 {
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-    unsafe fn levels(row: &[Self], u: usize, two: bool) -> __m512i {
+    unsafe fn levels(row: &[Self], u: usize, _two: bool) -> __m512i {
         // SAFETY: unit u is in block u / 2 (the caller's contract), and so is u + 1, u being even.
         let block = unsafe { row.get_unchecked(u / 2) };
         // SAFETY: a block's codes are 16 bytes.
@@ -252,8 +250,7 @@ impl Format for BlockQ2_0 {
             _mm512_or_si512(_mm512_slli_epi32::<12>(wide), _mm512_slli_epi32::<18>(wide)),
         );
         let codes = _mm512_and_si512(spread, _mm512_set1_epi8(3));
-        let valid = if two { u64::MAX } else { u64::from(u32::MAX) };
-        _mm512_maskz_sub_epi8(valid, codes, _mm512_set1_epi8(1))
+        _mm512_sub_epi8(codes, _mm512_set1_epi8(1))
     }
 
     fn scale(&self) -> f32 {

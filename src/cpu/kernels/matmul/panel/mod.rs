@@ -107,17 +107,35 @@ trait FromGroups: Kind {
     unsafe fn decode_group(group: *const u8, n: usize, panel: *mut u8);
 }
 
-/// How a thread makes a panel: from the starts of its rows (at most [`PANEL_ROWS`]), or from
-/// one pointer, the start of a repacked group's span.
-type Decode = unsafe fn(rows: &[*const u8], n: usize, panel: *mut u8);
-
-/// [`Decode`] for repacked weights.
+/// How a thread makes the panel of `nrows` rows of `src0` from `first`, the first row's
+/// place, over `span` of the rows: from plain rows ([`from_rows`]) or from a repacked group
+/// ([`from_group`]).
 ///
 /// # Safety
-/// As for [`FromGroups::decode_group`], `rows` holding the group's start.
-unsafe fn decode_group<K: FromGroups>(rows: &[*const u8], n: usize, panel: *mut u8) {
+/// AVX-512; the rows exist in `src0` (whole groups where repacked); `panel` is this thread's
+/// panel, of [`Kind::panel_size`] bytes for the span on a cache line.
+type Decode = unsafe fn(src0: &Tensor, first: *const u8, nrows: usize, span: Span, panel: *mut u8);
+
+/// [`Decode`] of plain rows, each from its own place.
+///
+/// # Safety
+/// As for [`Decode`].
+unsafe fn from_rows<K: Kind>(src0: &Tensor, first: *const u8, nrows: usize, span: Span, panel: *mut u8) {
+    let skip = src0.type_.row_size(span.start as i64);
+    let starts: [*const u8; PANEL_ROWS] = std::array::from_fn(|k| first.wrapping_add(k * src0.nb[1] + skip));
     // SAFETY: the caller's contract.
-    unsafe { K::decode_group(rows[0], n, panel) }
+    unsafe { K::decode(&starts[..nrows], span.len, panel) }
+}
+
+/// [`Decode`] of a repacked group, which holds its rows' bytes value (or pair) by value across
+/// the rows.
+///
+/// # Safety
+/// As for [`Decode`].
+unsafe fn from_group<K: FromGroups>(src0: &Tensor, first: *const u8, _nrows: usize, span: Span, panel: *mut u8) {
+    let skip = src0.type_.row_size(span.start as i64);
+    // SAFETY: the caller's contract.
+    unsafe { K::decode_group(first.wrapping_add(GROUP_ROWS * skip), span.len, panel) }
 }
 
 /// Panels per task when rows are taken a span at a time: each span of the activations is read
@@ -242,10 +260,10 @@ pub(super) fn mul_mat(
         return false;
     }
     fn rows<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tensor, wdata: *mut u8) {
-        run::<K>(params, dst, src0, src1, wdata, K::decode);
+        run::<K>(params, dst, src0, src1, wdata, from_rows::<K>);
     }
     fn groups<K: FromGroups>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tensor, wdata: *mut u8) {
-        run::<K>(params, dst, src0, src1, wdata, decode_group::<K>);
+        run::<K>(params, dst, src0, src1, wdata, from_group::<K>);
     }
     if is_repacked(src0) {
         with_float_kind!(src0, groups(params, dst, src0, src1, wdata))
@@ -303,7 +321,6 @@ fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tens
     let acts_size = K::activations_size(n, nr1 as usize).next_multiple_of(CACHE_LINE_SIZE);
     let pass = Pass {
         decode,
-        repacked: is_repacked(src0),
         dst,
         src0,
         src1,
@@ -335,8 +352,6 @@ fn run<K: Kind>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Tens
 /// What every chunk of a product shares.
 struct Pass<'a> {
     decode: Decode,
-    /// Whether the weights are in the CPU_REPACK layout (and `decode` reads groups).
-    repacked: bool,
     dst: &'a Tensor,
     src0: &'a Tensor,
     src1: &'a Tensor,
@@ -385,23 +400,11 @@ impl Pass<'_> {
                 count = 0;
             }
             if *decoded != Some((matrix, p, span)) {
-                let skip = src0.type_.row_size(span.start as i64);
-                let at = |offset: usize| src0.data.cast::<u8>().wrapping_add(matrix + offset).cast_const();
-                let mut starts = [std::ptr::null(); PANEL_ROWS];
-                let rows = if self.repacked {
-                    // a group holds its rows' bytes, value (or pair) by value across the rows
-                    starts[0] = at(first_row as usize * src0.nb[1] + GROUP_ROWS * skip);
-                    &starts[..1]
-                } else {
-                    for (k, s) in starts[..nrows].iter_mut().enumerate() {
-                        *s = at((first_row as usize + k) * src0.nb[1] + skip);
-                    }
-                    &starts[..nrows]
-                };
+                let first = src0.data.cast::<u8>().wrapping_add(matrix + first_row as usize * src0.nb[1]).cast_const();
                 // SAFETY: AVX-512 was checked by `applies`; the rows exist in src0 (packed
                 // rows, checked by mul_mat; whole groups where repacked); the panel's scratch
                 // is this thread's alone.
-                unsafe { (self.decode)(rows, span.len, self.panel) };
+                unsafe { (self.decode)(src0, first, nrows, span, self.panel) };
                 *decoded = Some((matrix, p, span));
             }
             tile_matrix = Some(matrix);
