@@ -7,6 +7,8 @@ use super::grids::grids;
 use super::{Whole, whole_dot};
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::VecDot;
+#[cfg(target_arch = "x86_64")]
+use crate::cpu::kernels::features::features;
 use crate::quants::half::Half;
 use crate::quants::iq1::{BlockIq1M, BlockIq1S};
 use crate::quants::k_quants::{BlockQ8K, QK_K};
@@ -121,8 +123,8 @@ unsafe impl VecDot for BlockIq1S {
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::iq1_s(x, y) }
+        // SAFETY: the caller vouches for AVX2, FMA and F16C; BMI2 is checked.
+        unsafe { if features().bmi2 { avx2::iq1_s_bmi2(x, y) } else { avx2::iq1_s(x, y) } }
     }
 }
 
@@ -139,8 +141,8 @@ unsafe impl VecDot for BlockIq1M {
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::iq1_m(x, y) }
+        // SAFETY: the caller vouches for AVX2, FMA and F16C; BMI2 is checked.
+        unsafe { if features().bmi2 { avx2::iq1_m_bmi2(x, y) } else { avx2::iq1_m(x, y) } }
     }
 }
 
@@ -148,18 +150,8 @@ unsafe impl VecDot for BlockIq1M {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{Sub32, Weights32, entries4, half, load16, multipliers16, q8k_tile, scales16};
+    use super::super::engine::{Sub32, Weights32, entries4, half, load16, load32, q8k_tile};
     use super::*;
-
-    /// The ±1 shifts of the 4 groups of a 32-value group of `iq1_m`, 8 bytes each, from its
-    /// `qh` bits 3, 7, 11 and 15 (set: -1).
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn m_shifts(qh: u16) -> __m256i {
-        let bits = _mm256_set_epi64x(0x8000, 0x800, 0x80, 0x8);
-        let negative = _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_set1_epi64x(i64::from(qh)), bits), bits);
-        _mm256_or_si256(negative, _mm256_set1_epi8(1))
-    }
 
     /// What the 8 groups of an `iq1_s` block take from their `qh` words besides index bits,
     /// each as 4 bytes to broadcast (a broadcast load is a single load; decoding them one
@@ -192,15 +184,20 @@ mod avx2 {
         groups
     }
 
+    #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub fn iq1_s<const R: usize, const C: usize>(x: &[&[BlockIq1S]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+    fn iq1_s_with<const R: usize, const C: usize>(
+        x: &[&[BlockIq1S]; R],
+        y: &[&[BlockQ8K]; C],
+        indices: impl Fn(&BlockIq1S, usize) -> u64,
+    ) -> [[f32; C]; R] {
         let grid: &[u64; 2048] = &grids().iq1_s;
         q8k_tile(
             x,
             y,
             |b| (0.125 * half(b.d), s_groups(b)),
             |b, groups, i| {
-                let g = entries4(grid, |l| s_index(b, i, l));
+                let g = entries4(grid, |l| word(indices(b, i), l));
                 Sub32 {
                     weights: Weights32::signed(_mm256_add_epi8(g, _mm256_set1_epi32(groups.shifts[i] as i32))),
                     scales: _mm256_set1_epi32(groups.multipliers[i] as i32),
@@ -210,22 +207,144 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub fn iq1_m<const R: usize, const C: usize>(x: &[&[BlockIq1M]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+    pub fn iq1_s<const R: usize, const C: usize>(x: &[&[BlockIq1S]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        iq1_s_with(x, y, |b, i| words(|l| s_index(b, i, l)))
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c,bmi2")]
+    pub fn iq1_s_bmi2<const R: usize, const C: usize>(x: &[&[BlockIq1S]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        iq1_s_with(x, y, |b, i| deposited(&b.qs, i, u64::from(s_word(b, i) & 0x0fff), 0x0700_0700_0700_0700))
+    }
+
+    /// Four grid indices in the 16-bit words of a `u64`, index `l` from `index(l)`.
+    #[inline]
+    fn words(index: impl Fn(usize) -> usize) -> u64 {
+        (0..4).fold(0, |words, l| words | (index(l) as u64) << (16 * l))
+    }
+
+    /// Word `l` of [`words`] as an index into a 2048-point grid.
+    #[inline]
+    fn word(words: u64, l: usize) -> usize {
+        (words >> (16 * l)) as usize & 0x7ff
+    }
+
+    /// The grid indices of the four groups of sub-block `i`, as [`words`] gives them, with
+    /// BMI2's bit deposits: the bytes `qs[4i..4i + 4]` in the low bytes, the bits of `high` at
+    /// the set bits of `high_mask` (3 of them a word, from bit 8).
+    #[inline]
+    #[target_feature(enable = "bmi2")]
+    fn deposited(qs: &[u8], i: usize, high: u64, high_mask: u64) -> u64 {
+        let low = u32::from_le_bytes([qs[4 * i], qs[4 * i + 1], qs[4 * i + 2], qs[4 * i + 3]]);
+        _pdep_u64(u64::from(low), 0x00ff_00ff_00ff_00ff) | _pdep_u64(high, high_mask)
+    }
+
+    /// Byte-shuffle controls: control `i` fills the first 8 bytes of each 128-bit half with
+    /// that half's byte `2i` and the last 8 with its byte `2i + 1`.
+    const PAIR_SPREAD: [[u8; 32]; 8] = {
+        let mut controls = [[0u8; 32]; 8];
+        let mut i = 0;
+        while i < 8 {
+            let mut k = 0;
+            while k < 32 {
+                controls[i][k] = (2 * i + k % 16 / 8) as u8;
+                k += 1;
+            }
+            i += 1;
+        }
+        controls
+    };
+
+    /// Byte-shuffle controls: control `i` repeats the 16-bit word 4·(i % 2) + i/2 of each
+    /// 128-bit half over that half, the word where [`m_multipliers`] puts sub-block `i`'s.
+    const WORD_SPREAD: [[u8; 32]; 8] = {
+        let mut controls = [[0u8; 32]; 8];
+        let mut i = 0;
+        while i < 8 {
+            let word = 4 * (i % 2) + i / 2;
+            let mut k = 0;
+            while k < 32 {
+                controls[i][k] = (2 * word + k % 2) as u8;
+                k += 1;
+            }
+            i += 1;
+        }
+        controls
+    };
+
+    /// The byte-shuffle control `controls[i]` as a vector.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn control(controls: &[[u8; 32]; 8], i: usize) -> __m256i {
+        load32(&controls[i], 0)
+    }
+
+    /// The 16 multipliers 2s+1 of an `iq1_m` block as 16-bit words, placed so that sub-block
+    /// `i` finds its pair with one in-lane shuffle ([`WORD_SPREAD`]): the scales of values
+    /// 32i..32i+16 in the low half, those of 32i+16..32i+32 at the same place in the high
+    /// half. Quadword q is the scale words shifted by 0, 6, 3, 9 bits: word w of quadword q
+    /// then starts with scale 4w + (0, 2, 1, 3)[q].
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn m_multipliers(b: &BlockIq1M) -> __m256i {
+        let words = _mm256_set1_epi64x(u64::from_le_bytes(b.scales) as i64);
+        let scales = _mm256_and_si256(_mm256_srlv_epi64(words, _mm256_set_epi64x(9, 3, 6, 0)), _mm256_set1_epi16(7));
+        _mm256_or_si256(_mm256_add_epi16(scales, scales), _mm256_set1_epi16(1))
+    }
+
+    /// The ±1 shifts of the 32 groups of an `iq1_m` block as bytes, placed so that sub-block
+    /// `i` finds its four with one in-lane shuffle ([`PAIR_SPREAD`]): groups 0 and 1 of it at
+    /// bytes 2i and 2i+1 of the low half, groups 2 and 3 at the same bytes of the high half.
+    /// Their sign bits are bits 3 and 7 of `qh` byte 2i (groups 0, 1) and 2i+1 (groups 2, 3).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn m_shifts(b: &BlockIq1M) -> __m256i {
+        let qh = load16(&b.qh, 0);
+        let sources = _mm256_set_epi64x(
+            0x0f0f_0d0d_0b0b_0909,
+            0x0707_0505_0303_0101,
+            0x0e0e_0c0c_0a0a_0808,
+            0x0606_0404_0202_0000,
+        );
+        let bits = _mm256_set1_epi16(0x8008u16 as i16);
+        let spread = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set_m128i(qh, qh), sources), bits);
+        _mm256_or_si256(_mm256_cmpeq_epi8(spread, bits), _mm256_set1_epi8(1))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn iq1_m_with<const R: usize, const C: usize>(
+        x: &[&[BlockIq1M]; R],
+        y: &[&[BlockQ8K]; C],
+        indices: impl Fn(&BlockIq1M, usize) -> u64,
+    ) -> [[f32; C]; R] {
         let grid: &[u64; 2048] = &grids().iq1_s;
         q8k_tile(
             x,
             y,
-            |b| {
-                let sc = m_words(b);
-                let multipliers = multipliers16(|j| m_multiplier(&sc, j));
-                (0.125 * half(m_super_scale(&sc)), multipliers)
-            },
-            |b, multipliers, i| {
-                let qh = u16::from_le_bytes([b.qh[2 * i], b.qh[2 * i + 1]]);
-                let g = entries4(grid, |l| m_index(b, i, l));
-                Sub32 { weights: Weights32::signed(_mm256_add_epi8(g, m_shifts(qh))), scales: scales16(multipliers, i) }
+            |b| (0.125 * half(m_super_scale(&m_words(b))), (m_multipliers(b), m_shifts(b))),
+            |b, &(multipliers, shifts), i| {
+                let g = entries4(grid, |l| word(indices(b, i), l));
+                let shifts = _mm256_shuffle_epi8(shifts, control(&PAIR_SPREAD, i));
+                Sub32 {
+                    weights: Weights32::signed(_mm256_add_epi8(g, shifts)),
+                    scales: _mm256_shuffle_epi8(multipliers, control(&WORD_SPREAD, i)),
+                }
             },
         )
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub fn iq1_m<const R: usize, const C: usize>(x: &[&[BlockIq1M]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        iq1_m_with(x, y, |b, i| words(|l| m_index(b, i, l)))
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c,bmi2")]
+    pub fn iq1_m_bmi2<const R: usize, const C: usize>(x: &[&[BlockIq1M]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // the 3 index bits of each `qh` nibble, without the shift sign above them
+        iq1_m_with(x, y, |b, i| {
+            let qh = u16::from_le_bytes([b.qh[2 * i], b.qh[2 * i + 1]]);
+            deposited(&b.qs, i, u64::from(qh & 0x7777), 0x0f00_0f00_0f00_0f00)
+        })
     }
 }
 
@@ -234,12 +353,24 @@ mod tests {
     use super::super::test_support::{check_rows, q8_k, quantized, random, values};
     use super::*;
 
+    /// A random block's scale made a finite 0.001.
+    fn s_scale_fix(b: &mut BlockIq1S) {
+        b.d = Half::from_f32(0.001);
+    }
+
+    /// A random block's super-block scale made 0x1400 (≈0.001), in the top nibbles of the
+    /// scale words.
+    fn m_scale_fix(b: &mut BlockIq1M) {
+        for (k, nibble) in [0u8, 0, 4, 1].into_iter().enumerate() {
+            b.scales[2 * k + 1] = (b.scales[2 * k + 1] & 0x0f) | nibble << 4;
+        }
+    }
+
     #[test]
     fn iq1_s_matches_f64() {
         for n in [256, 512] {
             check_rows::<BlockIq1S>(n, "quantized", |s| quantized(&values(n, s), true), q8_k);
-            let fix = |b: &mut BlockIq1S| b.d = Half::from_f32(0.001);
-            check_rows::<BlockIq1S>(n, "random", |s| random(n, s, fix), q8_k);
+            check_rows::<BlockIq1S>(n, "random", |s| random(n, s, s_scale_fix), q8_k);
         }
     }
 
@@ -247,13 +378,29 @@ mod tests {
     fn iq1_m_matches_f64() {
         for n in [256, 512] {
             check_rows::<BlockIq1M>(n, "quantized", |s| quantized(&values(n, s), false), q8_k);
-            // the super-block scale 0x1400 (≈0.001) in the top nibbles of the scale words
-            let fix = |b: &mut BlockIq1M| {
-                for (k, nibble) in [0u8, 0, 4, 1].into_iter().enumerate() {
-                    b.scales[2 * k + 1] = (b.scales[2 * k + 1] & 0x0f) | nibble << 4;
-                }
-            };
-            check_rows::<BlockIq1M>(n, "random", |s| random(n, s, fix), q8_k);
+            check_rows::<BlockIq1M>(n, "random", |s| random(n, s, m_scale_fix), q8_k);
+        }
+    }
+
+    /// The tiles without BMI2, which this machine's dispatch may never pick, against those
+    /// with it: the same integer sums, so the same floats.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn bit_deposits_and_plain_indices_agree() {
+        if !crate::cpu::kernels::simd::has_avx2() || !features().bmi2 {
+            return;
+        }
+        let n = 1024;
+        let ys: Vec<Vec<BlockQ8K>> = (0..2).map(|c| q8_k(&values(n, 40 + c)).0).collect();
+        let y: [&[BlockQ8K]; 2] = std::array::from_fn(|c| ys[c].as_slice());
+        let s_rows: Vec<Vec<BlockIq1S>> = (0..4).map(|r| random(n, r, s_scale_fix).0).collect();
+        let m_rows: Vec<Vec<BlockIq1M>> = (0..4).map(|r| random(n, r, m_scale_fix).0).collect();
+        let xs: [&[BlockIq1S]; 4] = std::array::from_fn(|r| s_rows[r].as_slice());
+        let xm: [&[BlockIq1M]; 4] = std::array::from_fn(|r| m_rows[r].as_slice());
+        // SAFETY (whole block): AVX2, FMA, F16C (`has_avx2`) and BMI2 were checked above.
+        unsafe {
+            assert_eq!(avx2::iq1_s::<4, 2>(&xs, &y), avx2::iq1_s_bmi2::<4, 2>(&xs, &y));
+            assert_eq!(avx2::iq1_m::<4, 2>(&xm, &y), avx2::iq1_m_bmi2::<4, 2>(&xm, &y));
         }
     }
 }
