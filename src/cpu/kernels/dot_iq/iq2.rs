@@ -265,7 +265,7 @@ mod avx512 {
 
     use super::super::engine::{half, load32};
     use super::super::permuted::{
-        Chunk, Codes, chunk_multipliers, gathered8, grid_codes, index_high_bits, level_table, level_values, levels8,
+        Chunk, Codes, chunk_multipliers, grid_codes, index_high_bits, level_table, level_values, levels8, loaded8,
         load64, odd_multipliers, q8k_tile, seven_bit_signs, sign_mask, stored_sign_mask, xxs_signs_and_multipliers,
     };
     use super::*;
@@ -327,12 +327,14 @@ mod avx512 {
             y,
             |b| {
                 let index = _mm512_or_si512(_mm512_cvtepu8_epi16(load32(&b.qs, 0)), index_high_bits(&b.qh, 0, 2));
-                (0.125 * half(b.d), (index, odd_multipliers(&b.scales)))
+                // SAFETY: 64 bytes either way.
+                let indices = unsafe { std::mem::transmute::<__m512i, [u16; 32]>(index) };
+                (0.125 * half(b.d), (indices, odd_multipliers(&b.scales)))
             },
-            |b, &(index, multipliers), k| Chunk {
-                magnitudes: gathered8(grid, index, k),
+            |b, (indices, multipliers), k| Chunk {
+                magnitudes: loaded8(grid, indices, k),
                 negative: stored_sign_mask(&b.qs[32..], k),
-                multipliers: chunk_multipliers(multipliers, k, 16),
+                multipliers: chunk_multipliers(*multipliers, k, 16),
             },
         )
     }

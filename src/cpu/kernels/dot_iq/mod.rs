@@ -17,8 +17,8 @@
 //! signed bytes: fixed levels through a `pshufb` table, grid points by loading their
 //! precomputed bytes ([`grids`]), signs by spreading bits to bytes. For the 1-bit formats the
 //! ±1/8 shift is folded into the bytes (8g±1), which keeps the sums whole. Where the processor
-//! has AVX512-VBMI, the 2- and 3-bit grids are read from registers, or gathered, instead
-//! ([`permuted`]).
+//! has AVX512-VBMI, the 2- and 3-bit grids are read from registers, or loaded point by point
+//! from a vector of indices, instead ([`permuted`]).
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod engine;
