@@ -197,7 +197,8 @@ mod avx2 {
             y,
             |b| (0.125 * half(b.d), s_groups(b)),
             |b, groups, i| {
-                let g = entries4(grid, |l| word(indices(b, i), l));
+                let points = indices(b, i);
+                let g = entries4(grid, |l| word(points, l));
                 Sub32 {
                     weights: Weights32::signed(_mm256_add_epi8(g, _mm256_set1_epi32(groups.shifts[i] as i32))),
                     scales: _mm256_set1_epi32(groups.multipliers[i] as i32),
@@ -229,8 +230,8 @@ mod avx2 {
     }
 
     /// The grid indices of the four groups of sub-block `i`, as [`words`] gives them, with
-    /// BMI2's bit deposits: the bytes `qs[4i..4i + 4]` in the low bytes, the bits of `high` at
-    /// the set bits of `high_mask` (3 of them a word, from bit 8).
+    /// BMI2's bit deposits: the bytes `qs[4i..4i + 4]` in the low bytes, the bits of `high`,
+    /// lowest first, at the set bits of `high_mask` (from bit 8 of each word up).
     #[inline]
     #[target_feature(enable = "bmi2")]
     fn deposited(qs: &[u8], i: usize, high: u64, high_mask: u64) -> u64 {
@@ -323,7 +324,8 @@ mod avx2 {
             y,
             |b| (0.125 * half(m_super_scale(&m_words(b))), (m_multipliers(b), m_shifts(b))),
             |b, &(multipliers, shifts), i| {
-                let g = entries4(grid, |l| word(indices(b, i), l));
+                let points = indices(b, i);
+                let g = entries4(grid, |l| word(points, l));
                 let shifts = _mm256_shuffle_epi8(shifts, control(&PAIR_SPREAD, i));
                 Sub32 {
                     weights: Weights32::signed(_mm256_add_epi8(g, shifts)),
