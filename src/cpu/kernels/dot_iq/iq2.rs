@@ -265,8 +265,8 @@ mod avx512 {
 
     use super::super::engine::{half, load32};
     use super::super::permuted::{
-        Chunk, Codes, chunk_multipliers, grid_codes, index_high_bits, level_table, level_values, levels8, loaded8,
-        load64, odd_multipliers, q8k_tile, seven_bit_signs, sign_mask, stored_sign_mask, xxs_signs_and_multipliers,
+        Chunk, Codes, chunk_multipliers, grid_codes, index_high_bits, level_table, level_values, levels8, load64,
+        loaded8, odd_multipliers, q8k_tile, seven_bit_signs, sign_mask, stored_sign_mask, xxs_signs_and_multipliers,
     };
     use super::*;
     use crate::quants::iq2::GRID_VALUES;
