@@ -46,9 +46,16 @@ impl Features {
     }
 
     /// The AVX-512 subsets the matrix tiles use (`dot_avx512`): F, BW, VL, DQ and VNNI, on
-    /// top of the AVX2 path. (BF16 is checked on its own.)
+    /// top of the AVX2 path, and BMI2, which every AVX-512 processor has and the IQ2_S tile
+    /// builds its grid indices with. (BF16 is checked on its own.)
     pub fn has_avx512(&self) -> bool {
-        self.has_avx2_fma() && self.avx512f && self.avx512bw && self.avx512vl && self.avx512dq && self.avx512vnni
+        self.has_avx2_fma()
+            && self.avx512f
+            && self.avx512bw
+            && self.avx512vl
+            && self.avx512dq
+            && self.avx512vnni
+            && self.bmi2
     }
 }
 

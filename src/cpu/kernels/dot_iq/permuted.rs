@@ -1,6 +1,6 @@
 //! AVX-512 tiles of the grid I-quants by q8_K for processors with AVX512-VBMI (Ice Lake,
 //! Zen 4 and later), which keep the grid in registers and read it by permutation, or, for the
-//! grid too large for that (IQ2_S), load whole points ([`loaded8`]). IQ4_XS, whose 16
+//! grid too large for that (IQ2_S), load whole points by index (see `iq2::avx512::iq2_s`). IQ4_XS, whose 16
 //! levels one `vpshufb` looks up, takes [`q8k_tile`] too.
 //!
 //! The AVX2 tiles ([`super::engine`]) fetch every grid point with a load of its own, after
@@ -147,18 +147,6 @@ pub fn level_values(table: &[u8; 64]) -> __m512i {
 }
 
 /// Values 64k..64k+64 of 8-coordinate points looked up in memory: points 8k..8k+8 of the
-/// Entries `indices[8k..8k + 8]` of `grid` (taken modulo N, a power of two), one 8-byte entry
-/// per point, by eight loads. For grids too large for registers: on Zen 4, IQ2_S's 1024 points
-/// took 16 permutations and 15 moves per 32 lookups, and a hardware gather of 8 points some 19
-/// cycles (4096×14336 by 1: 4.9 ms with gathers, 4.6 with loads).
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")]
-pub fn loaded8<const N: usize>(grid: &[u64; N], indices: &[u16; 32], k: usize) -> __m512i {
-    const { assert!(N.is_power_of_two()) };
-    let e = |l: usize| grid[usize::from(indices[8 * k + l]) & (N - 1)] as i64;
-    _mm512_set_epi64(e(7), e(6), e(5), e(4), e(3), e(2), e(1), e(0))
-}
-
 /// The high bits of 32 grid indices, points `8·first / bits` on, from `qh`, which holds
 /// `bits` of them per point (point p's from bit `bits·p` of the array): in the 16-bit lanes, at
 /// bit 8 up.
@@ -378,7 +366,6 @@ mod tests {
             let table = &grid_codes().iq2_xs;
             let codes = Codes::load(table);
             let values4 = level_values(&level_table(&values[..4], 4));
-            let grid = &crate::cpu::kernels::dot_iq::grids::grids().iq2_xs;
             for first in (0..512).step_by(32 * 3) {
                 let index: [u16; 32] = std::array::from_fn(|l| ((first + 37 * l) % 512) as u16);
                 let index_reg = _mm512_loadu_si512(index.as_ptr().cast());
@@ -387,11 +374,9 @@ mod tests {
                 assert_eq!(codes_got, index.map(|i| table.0[usize::from(i) / 32][usize::from(i) % 32]));
                 for k in 0..4 {
                     let bytes: [u8; 64] = std::mem::transmute(levels8(got, k, values4));
-                    let loaded: [u64; 8] = std::mem::transmute(loaded8(grid, &index, k));
                     for (v, &b) in bytes.iter().enumerate() {
                         let i = usize::from(index[8 * k + v / 8]);
                         assert_eq!(b, values[usize::from(points8(Grid::Iq2Xs)[i][v % 8])]);
-                        assert_eq!(loaded[v / 8], grid[i]);
                     }
                 }
             }
