@@ -126,6 +126,24 @@ pub fn entries4<const N: usize>(table: &[u64; N], index: impl Fn(usize) -> usize
     _mm256_set_epi64x(e(3), e(2), e(1), e(0))
 }
 
+/// The grid indices of 4 points in the 16-bit words of a `u64`, with BMI2's bit deposits: the
+/// bytes `qs[4i..4i + 4]` in the low bytes of the words, the bits of `high`, lowest first, at
+/// the set bits of `high_mask` (from bit 8 of each word up). Read back with [`index_word`].
+#[inline]
+#[target_feature(enable = "bmi2")]
+pub fn deposited_indices(qs: &[u8], i: usize, high: u64, high_mask: u64) -> u64 {
+    let low = u32::from_le_bytes([qs[4 * i], qs[4 * i + 1], qs[4 * i + 2], qs[4 * i + 3]]);
+    _pdep_u64(u64::from(low), 0x00ff_00ff_00ff_00ff) | _pdep_u64(high, high_mask)
+}
+
+/// Word `l` of index words ([`deposited_indices`]) as an index into an N-point grid (N a power
+/// of two; the mask lets the bounds check go).
+#[inline]
+pub fn index_word<const N: usize>(words: u64, l: usize) -> usize {
+    const { assert!(N.is_power_of_two()) };
+    (words >> (16 * l)) as usize & (N - 1)
+}
+
 /// ±1 bytes for 4 groups of 8 values from their 7-bit sign codes (`code(l)` for group l, any
 /// bits above the seventh ignored).
 #[inline]

@@ -150,7 +150,9 @@ unsafe impl VecDot for BlockIq1M {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{Sub32, Weights32, entries4, half, load16, load32, q8k_tile};
+    use super::super::engine::{
+        Sub32, Weights32, deposited_indices, entries4, half, index_word, load16, load32, q8k_tile,
+    };
     use super::*;
 
     /// What the 8 groups of an `iq1_s` block take from their `qh` words besides index bits,
@@ -198,7 +200,7 @@ mod avx2 {
             |b| (0.125 * half(b.d), s_groups(b)),
             |b, groups, i| {
                 let points = indices(b, i);
-                let g = entries4(grid, |l| word(points, l));
+                let g = entries4(grid, |l| index_word::<2048>(points, l));
                 Sub32 {
                     weights: Weights32::signed(_mm256_add_epi8(g, _mm256_set1_epi32(groups.shifts[i] as i32))),
                     scales: _mm256_set1_epi32(groups.multipliers[i] as i32),
@@ -214,29 +216,14 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c,bmi2")]
     pub fn iq1_s_bmi2<const R: usize, const C: usize>(x: &[&[BlockIq1S]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        iq1_s_with(x, y, |b, i| deposited(&b.qs, i, u64::from(s_word(b, i) & 0x0fff), 0x0700_0700_0700_0700))
+        iq1_s_with(x, y, |b, i| deposited_indices(&b.qs, i, u64::from(s_word(b, i) & 0x0fff), 0x0700_0700_0700_0700))
     }
 
-    /// Four grid indices in the 16-bit words of a `u64`, index `l` from `index(l)`.
+    /// Four grid indices in the 16-bit words of a `u64`, index `l` from `index(l)` (as
+    /// [`deposited_indices`] gives them without BMI2).
     #[inline]
     fn words(index: impl Fn(usize) -> usize) -> u64 {
         (0..4).fold(0, |words, l| words | (index(l) as u64) << (16 * l))
-    }
-
-    /// Word `l` of [`words`] as an index into a 2048-point grid.
-    #[inline]
-    fn word(words: u64, l: usize) -> usize {
-        (words >> (16 * l)) as usize & 0x7ff
-    }
-
-    /// The grid indices of the four groups of sub-block `i`, as [`words`] gives them, with
-    /// BMI2's bit deposits: the bytes `qs[4i..4i + 4]` in the low bytes, the bits of `high`,
-    /// lowest first, at the set bits of `high_mask` (from bit 8 of each word up).
-    #[inline]
-    #[target_feature(enable = "bmi2")]
-    fn deposited(qs: &[u8], i: usize, high: u64, high_mask: u64) -> u64 {
-        let low = u32::from_le_bytes([qs[4 * i], qs[4 * i + 1], qs[4 * i + 2], qs[4 * i + 3]]);
-        _pdep_u64(u64::from(low), 0x00ff_00ff_00ff_00ff) | _pdep_u64(high, high_mask)
     }
 
     /// Byte-shuffle controls: control `i` fills the first 8 bytes of each 128-bit half with
@@ -325,7 +312,7 @@ mod avx2 {
             |b| (0.125 * half(m_super_scale(&m_words(b))), (m_multipliers(b), m_shifts(b))),
             |b, &(multipliers, shifts), i| {
                 let points = indices(b, i);
-                let g = entries4(grid, |l| word(points, l));
+                let g = entries4(grid, |l| index_word::<2048>(points, l));
                 let shifts = _mm256_shuffle_epi8(shifts, control(&PAIR_SPREAD, i));
                 Sub32 {
                     weights: Weights32::signed(_mm256_add_epi8(g, shifts)),
@@ -345,7 +332,7 @@ mod avx2 {
         // the 3 index bits of each `qh` nibble, without the shift sign above them
         iq1_m_with(x, y, |b, i| {
             let qh = u16::from_le_bytes([b.qh[2 * i], b.qh[2 * i + 1]]);
-            deposited(&b.qs, i, u64::from(qh & 0x7777), 0x0f00_0f00_0f00_0f00)
+            deposited_indices(&b.qs, i, u64::from(qh & 0x7777), 0x0f00_0f00_0f00_0f00)
         })
     }
 }

@@ -264,7 +264,7 @@ mod avx2 {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::half;
+    use super::super::engine::{deposited_indices, half, index_word};
     use super::super::permuted::{
         Chunk, Codes, chunk_multipliers, grid_codes, level_table, level_values, levels8, load64, odd_multipliers,
         q8k_tile, seven_bit_signs, sign_mask, stored_sign_mask, xxs_signs_and_multipliers,
@@ -333,14 +333,10 @@ mod avx512 {
             y,
             |b| (0.125 * half(b.d), odd_multipliers(&b.scales)),
             |b, &multipliers, k| {
-                let word = |h: usize| {
-                    let at = 8 * k + 4 * h;
-                    let qs = u32::from_le_bytes([b.qs[at], b.qs[at + 1], b.qs[at + 2], b.qs[at + 3]]);
-                    _pdep_u64(u64::from(qs), 0x00ff_00ff_00ff_00ff)
-                        | _pdep_u64(u64::from(b.qh[2 * k + h]), 0x0300_0300_0300_0300)
-                };
-                let (low, high) = (word(0), word(1));
-                let e = |w: u64, l: usize| grid[(w >> (16 * l)) as usize & 1023] as i64;
+                // points 4i..4i + 4: 2 high index bits each in `qh[i]`
+                let words = |i: usize| deposited_indices(&b.qs, i, u64::from(b.qh[i]), 0x0300_0300_0300_0300);
+                let (low, high) = (words(2 * k), words(2 * k + 1));
+                let e = |w: u64, l: usize| grid[index_word::<1024>(w, l)] as i64;
                 Chunk {
                     magnitudes: _mm512_set_epi64(
                         e(high, 3),

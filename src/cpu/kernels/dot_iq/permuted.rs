@@ -1,7 +1,7 @@
 //! AVX-512 tiles of the grid I-quants by q8_K for processors with AVX512-VBMI (Ice Lake,
 //! Zen 4 and later), which keep the grid in registers and read it by permutation, or, for the
-//! grid too large for that (IQ2_S), load whole points by index (see `iq2::avx512::iq2_s`). IQ4_XS, whose 16
-//! levels one `vpshufb` looks up, takes [`q8k_tile`] too.
+//! grid too large for that (IQ2_S), load whole points by index (see `iq2::avx512::iq2_s`).
+//! IQ4_XS, whose 16 levels one `vpshufb` looks up, takes [`q8k_tile`] too.
 //!
 //! The AVX2 tiles ([`super::engine`]) fetch every grid point with a load of its own, after
 //! taking its index out of a vector: 32 of each per 256 values, and those, not the arithmetic,
@@ -146,7 +146,6 @@ pub fn level_values(table: &[u8; 64]) -> __m512i {
     unsafe { _mm512_loadu_si512(table.as_ptr().cast()) }
 }
 
-/// Values 64k..64k+64 of 8-coordinate points looked up in memory: points 8k..8k+8 of the
 /// The high bits of 32 grid indices, points `8·first / bits` on, from `qh`, which holds
 /// `bits` of them per point (point p's from bit `bits·p` of the array): in the 16-bit lanes, at
 /// bit 8 up.
