@@ -186,6 +186,47 @@ pub unsafe trait VecDot: Copy + 'static {
         }
     }
 
+    /// `out[r] = dot(x[r], y)` for each weight row against one activation row, on the AVX2
+    /// path: generation's product, one row after the other. Formats whose tile sets up more
+    /// than a block's work (constants, dispatch on VNNI) override it to pay that once.
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn column_avx2(x: &[&[Self]], y: &[Self::Rhs], out: &mut [f32]) {
+        for (row, out) in x.iter().zip(out) {
+            // SAFETY: the caller's contract.
+            *out = unsafe { Self::tile_avx2::<1, 1>(&[row], &[y]) }[0][0];
+        }
+    }
+
+    /// [`VecDot::column_avx2`] on the AVX-512 path.
+    ///
+    /// # Safety
+    /// As for [`VecDot::tile_avx512`].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn column_avx512(x: &[&[Self]], y: &[Self::Rhs], out: &mut [f32]) {
+        for (row, out) in x.iter().zip(out) {
+            // SAFETY: the caller's contract.
+            *out = unsafe { Self::tile_avx512::<1, 1>(&[row], &[y]) }[0][0];
+        }
+    }
+
+    /// `out[r] = dot(x[r], y)` for each weight row, on a path already chosen.
+    fn column_on(path: Path, x: &[&[Self]], y: &[Self::Rhs], out: &mut [f32]) {
+        crate::ggml_assert!(x.iter().all(|row| row.len() == y.len()), "vec_dot: rows of different lengths");
+        crate::ggml_assert!(out.len() >= x.len(), "vec_dot: output too short");
+        match path.0 {
+            // SAFETY: as in `tile_on`.
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { Self::column_avx512(x, y, out) },
+            // SAFETY: as in `tile_on`.
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { Self::column_avx2(x, y, out) },
+            _ => x.iter().zip(out).for_each(|(row, out)| *out = Self::dot_scalar(row, y)),
+        }
+    }
+
     /// One product, on the SIMD path when `simd` is set and the processor has one.
     fn dot(x: &[Self], y: &[Self::Rhs], simd: bool) -> f32 {
         Self::tile::<1, 1>(&[x], &[y], simd)[0][0]
@@ -1140,16 +1181,19 @@ fn erased_tile<T: VecDot>(n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32],
             out[r * C..(r + 1) * C].copy_from_slice(&res[r]);
         }
     }
+    // (chosen once: per tile, the checks cost as much as a short row's products)
+    let path = Path::of::<T>(simd);
     // One-column products of the super-block formats go one row at a time. A block is work
     // enough for a tile on its own, and the hardware prefetcher follows the one row each load
     // instruction then reads; rows interleaved in a loop defeat it (on Zen 4 a Q6_K 32000×1024
     // product took 1.95 ms so, 1.26 ms row by row, against ggml's 1.20).
-    let step = if cols == 1 && T::QK == QK_K { 1 } else { MAX_ROWS };
-    // (chosen once: per tile, the checks cost as much as a short row's products)
-    let path = Path::of::<T>(simd);
-    for r0 in (0..rows).step_by(step) {
+    if cols == 1 && T::QK == QK_K {
+        T::column_on(path, &x[..rows], y[0], out);
+        return;
+    }
+    for r0 in (0..rows).step_by(MAX_ROWS) {
         let (x, out) = (&x[r0..], &mut out[r0 * cols..]);
-        match ((rows - r0).min(step), cols) {
+        match ((rows - r0).min(MAX_ROWS), cols) {
             (1, 1) => run::<T, 1, 1>(x, &y, out, path),
             (2, 1) => run::<T, 2, 1>(x, &y, out, path),
             (3, 1) => run::<T, 3, 1>(x, &y, out, path),

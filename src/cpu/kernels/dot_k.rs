@@ -110,6 +110,12 @@ unsafe impl VecDot for BlockQ2K {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::tile(x, y) }
     }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::column(x, y, out) }
+    }
 }
 
 // SAFETY: as for BlockQ2K.
@@ -135,6 +141,12 @@ unsafe impl VecDot for BlockQ3K {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::tile(x, y) }
     }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::column(x, y, out) }
+    }
 }
 
 // SAFETY: as for BlockQ2K.
@@ -158,6 +170,12 @@ unsafe impl VecDot for BlockQ4K {
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::tile(x, y) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::column(x, y, out) }
     }
 }
 
@@ -183,6 +201,12 @@ unsafe impl VecDot for BlockQ5K {
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::tile(x, y) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::column(x, y, out) }
     }
 }
 
@@ -214,6 +238,12 @@ unsafe impl VecDot for BlockQ6K {
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::tile(x, y) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
+        // SAFETY: the caller vouches for AVX2, FMA and F16C.
+        unsafe { avx2::column(x, y, out) }
     }
 }
 

@@ -189,7 +189,7 @@ pub struct Sub32 {
 #[allow(clippy::needless_range_loop)]
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn q8k_frame<X, const R: usize, const C: usize>(
+pub fn q8k_frame<X, const R: usize, const C: usize>(
     x: &[&[X]; R],
     y: &[&[BlockQ8K]; C],
     block: impl Fn(&X, &[&BlockQ8K; C]) -> (f32, [__m256i; C]),

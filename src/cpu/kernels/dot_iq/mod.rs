@@ -88,7 +88,7 @@ pub(crate) fn whole_dot<B: Whole>(x: &[B], y: &[BlockQ8K]) -> f32 {
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    use crate::cpu::kernels::dot::{self, DotKernel, MAX_COLS, MAX_ROWS, VecDot};
+    use crate::cpu::kernels::dot::{self, DotKernel, MAX_ROWS, MAX_WIDE_COLS, VecDot};
     use crate::quants::k_quants::{BlockQ8K, quantize_row_q8_k};
     use crate::quants::q8::BlockQ8_0;
     use crate::quants::{BlockFormat, dequantize_row, quantize_row, quantize_rows};
@@ -164,7 +164,8 @@ pub(crate) mod test_support {
 
     /// Checks every tile shape of `T`, scalar and SIMD, through [`DotKernel`] (so the type's
     /// registration too), against f64 products of the dequantized rows: `xs` are 4 weight
-    /// rows, `ys` 2 activation rows, each with its values.
+    /// rows, `ys` at least 2 activation rows (as many as the kernel's widest tile takes are
+    /// used), each with its values.
     pub fn check<T: VecDot>(xs: &[(Vec<T>, Vec<f32>)], ys: &[(Vec<T::Rhs>, Vec<f32>)], what: &str) {
         let n = xs[0].1.len();
         let k = DotKernel::for_type(T::TYPE).expect("registered");
@@ -172,9 +173,10 @@ pub(crate) mod test_support {
         let xb: Vec<&[u8]> = xs.iter().map(|x| as_bytes(&x.0)).collect();
         let yb: Vec<&[u8]> = ys.iter().map(|y| as_bytes(&y.0)).collect();
         for simd in [false, true] {
+            // the kernel's widest tile where it has AVX-512 ones, on the scalar path too
             for nr in 1..=MAX_ROWS {
-                for nc in 1..=MAX_COLS {
-                    let mut out = [f32::NAN; MAX_ROWS * MAX_COLS];
+                for nc in 1..=k.cols().min(ys.len()) {
+                    let mut out = [f32::NAN; MAX_ROWS * MAX_WIDE_COLS];
                     k.tile(n, &xb[..nr], &yb[..nc], &mut out, simd);
                     close(
                         xs,
@@ -212,7 +214,8 @@ pub(crate) mod test_support {
         }
     }
 
-    /// [`check`] on 4 weight rows from `x(seed)` and 2 activation rows from `y(values)`.
+    /// [`check`] on 4 weight rows from `x(seed)` and [`MAX_WIDE_COLS`] activation rows from
+    /// `y(values)`.
     pub fn check_rows<T: VecDot>(
         n: usize,
         what: &str,
@@ -220,7 +223,7 @@ pub(crate) mod test_support {
         y: impl Fn(&[f32]) -> (Vec<T::Rhs>, Vec<f32>),
     ) {
         let xs: Vec<_> = (0..4).map(|r| x(r + 1)).collect();
-        let ys: Vec<_> = (0..2).map(|c| y(&values(n, 100 + c))).collect();
+        let ys: Vec<_> = (0..MAX_WIDE_COLS as u32).map(|c| y(&values(n, 100 + c))).collect();
         check::<T>(&xs, &ys, what);
     }
 }

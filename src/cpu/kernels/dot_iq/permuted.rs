@@ -1,7 +1,6 @@
 //! AVX-512 tiles of the grid I-quants by q8_K for processors with AVX512-VBMI (Ice Lake,
 //! Zen 4 and later), which keep the grid in registers and read it by permutation, or, for the
 //! grid too large for that (IQ2_S), load whole points by index (see `iq2::avx512::iq2_s`).
-//! IQ4_XS, whose 16 levels one `vpshufb` looks up, takes [`q8k_tile`] too.
 //!
 //! The AVX2 tiles ([`super::engine`]) fetch every grid point with a load of its own, after
 //! taking its index out of a vector: 32 of each per 256 values, and those, not the arithmetic,

@@ -259,6 +259,7 @@ macro_rules! k_tile {
         /// sums, levels and scales fit in the registers.
         // Rows and columns index the accumulator grid together.
         #[allow(clippy::needless_range_loop)]
+        #[inline]
         #[target_feature(enable = $features)]
         pub fn tile<B: KBlock, const R: usize, const C: usize>(x: &[&[B]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
             let nb = x.iter().map(|row| row.len()).chain(y.iter().map(|row| row.len())).min().unwrap_or(0);
@@ -300,6 +301,15 @@ macro_rules! k_tile {
                 }
             }
             out
+        }
+
+        /// Each weight row times one activation row, a row at a time, the tile's constants
+        /// loaded once.
+        #[target_feature(enable = $features)]
+        pub fn column<B: KBlock>(x: &[&[B]], y: &[BlockQ8K], out: &mut [f32]) {
+            for (row, out) in x.iter().zip(out) {
+                *out = tile::<B, 1, 1>(&[row], &[y])[0][0];
+            }
         }
     };
 }
@@ -379,6 +389,22 @@ macro_rules! vnni_tiles {
 
 vnni_tiles!(tiles_vnni, "avx2,fma,f16c,avxvnni", _mm256_dpbusd_avx_epi32);
 vnni_tiles!(tiles_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", _mm256_dpbusd_epi32);
+
+/// The one-column products on the best instruction set this processor has.
+///
+/// # Safety
+/// The processor supports AVX2, FMA and F16C.
+pub(super) unsafe fn column<B: KBlock>(x: &[&[B]], y: &[BlockQ8K], out: &mut [f32]) {
+    use crate::cpu::kernels::features::{Vnni, features};
+    // SAFETY: the caller vouches for AVX2, FMA and F16C; VNNI is checked.
+    unsafe {
+        match features().vnni() {
+            Vnni::Vex => tiles_vnni::column(x, y, out),
+            Vnni::Evex => tiles_vnni512::column(x, y, out),
+            Vnni::None => tiles_avx2::column(x, y, out),
+        }
+    }
+}
 
 /// The tile on the best instruction set this processor has.
 ///
