@@ -105,6 +105,14 @@ unsafe impl VecDot for BlockTq1_0 {
         // SAFETY: the caller vouches for AVX2, FMA and F16C.
         unsafe { avx2::tq1_0(x, y) }
     }
+
+    const AVX512_COLS: usize = super::dot::MAX_WIDE_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512 (with VNNI) and so AVX2, FMA and F16C.
+        unsafe { avx2::tq1_0_vnni(x, y) }
+    }
 }
 
 // SAFETY: as for BlockTq1_0.
@@ -267,7 +275,8 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::dot_iq::engine::{
-        Weights32, half, half8, load16, load32, lookup16, nibbles, q8_0_tile, q8k_offset_tile, signs_from_bits,
+        Weights32, half, half8, load16, load32, lookup16, nibbles, q8_0_tile, q8k_offset_tile, q8k_offset_vnni_tile,
+        signs_from_bits,
     };
     use super::*;
 
@@ -329,6 +338,12 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn tq1_0<const R: usize, const C: usize>(x: &[&[BlockTq1_0]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         q8k_offset_tile(x, y, |b| (half(b.d), tq1_codes(b)))
+    }
+
+    /// The same codes summed with `vpdpbusd` ([`q8k_offset_vnni_tile`]).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    pub fn tq1_0_vnni<const R: usize, const C: usize>(x: &[&[BlockTq1_0]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+        q8k_offset_vnni_tile(x, y, |b| (half(b.d), tq1_codes(b)))
     }
 
     /// The 2-bit codes at bit `2p` of 32 bytes.
