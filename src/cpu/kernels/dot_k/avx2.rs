@@ -13,7 +13,6 @@
 
 use std::arch::x86_64::*;
 
-use crate::cpu::kernels::dot::avx2::scale as half_to_f32;
 use crate::cpu::kernels::simd::avx2::hsum;
 use crate::quants::half::Half;
 use crate::quants::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, QK_K};
@@ -24,9 +23,16 @@ pub(super) struct Prepared {
     scales: __m256i,
     /// What multiplies each `bsum`, as `i16`: a minimum or an offset (see [`KBlock::MINS`]).
     bias: __m256i,
-    d: f32,
-    /// The scale of the minimums; unused by formats without.
-    dmin: f32,
+    /// The super-block scale `d` in lane 0 and the scale of the minimums `dmin` in lane 1
+    /// (0 for formats without), converted together.
+    factors: __m128,
+}
+
+/// `d` and `dmin` of a super-block in lanes 0 and 1.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn factors(d: Half, dmin: Half) -> __m128 {
+    _mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(d.bits()) | i32::from(dmin.bits()) << 16))
 }
 
 /// A K-quant super-block as the tile reads it.
@@ -101,8 +107,7 @@ fn affine_prepare(d: Half, dmin: Half, packed: &[u8; 12]) -> Prepared {
     Prepared {
         scales: _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(bytes, bytes)),
         bias: _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(bytes, bytes)),
-        d: half_to_f32(d),
-        dmin: half_to_f32(dmin),
+        factors: factors(d, dmin),
     }
 }
 
@@ -118,8 +123,7 @@ impl KBlock for BlockQ2K {
         Prepared {
             scales: _mm256_cvtepu8_epi16(_mm_and_si128(packed, nibbles)),
             bias: _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16::<4>(packed), nibbles)),
-            d: half_to_f32(self.d),
-            dmin: half_to_f32(self.dmin),
+            factors: factors(self.d, self.dmin),
         }
     }
 
@@ -146,7 +150,7 @@ impl KBlock for BlockQ3K {
         let levels = _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
         let scales = _mm256_cvtepi8_epi16(levels);
         // Levels are stored +4.
-        Prepared { scales, bias: _mm256_slli_epi16::<2>(scales), d: half_to_f32(self.d), dmin: 0.0 }
+        Prepared { scales, bias: _mm256_slli_epi16::<2>(scales), factors: factors(self.d, Half::default()) }
     }
 
     #[inline]
@@ -199,7 +203,7 @@ impl KBlock for BlockQ6K {
         // SAFETY: `scales` holds the 16 bytes read.
         let scales = _mm256_cvtepi8_epi16(unsafe { _mm_loadu_si128(self.scales.as_ptr().cast()) });
         // Levels are stored +32.
-        Prepared { scales, bias: _mm256_slli_epi16::<5>(scales), d: half_to_f32(self.d), dmin: 0.0 }
+        Prepared { scales, bias: _mm256_slli_epi16::<5>(scales), factors: factors(self.d, Half::default()) }
     }
 
     #[inline]
@@ -279,14 +283,16 @@ macro_rules! k_tile {
                     add_pair::<B, C, 4, 5>(xb, &lanes, &qy, &mut sums);
                     add_pair::<B, C, 6, 7>(xb, &lanes, &qy, &mut sums);
                     for c in 0..C {
-                        let dy = yb[c].scale();
+                        // d·dy and dmin·dy in lanes 0 and 1
+                        let f = _mm_mul_ps(p.factors, _mm_set1_ps(yb[c].scale()));
                         // SAFETY: `bsums` holds the 32 bytes read.
                         let bsums = unsafe { _mm256_loadu_si256(yb[c].bsums.as_ptr().cast()) };
                         let bias = _mm256_madd_epi16(p.bias, bsums);
-                        let d = _mm256_set1_ps(p.d * dy);
+                        let d = _mm256_broadcastss_ps(f);
                         acc[r][c] = if B::MINS {
                             let a = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums[c]), acc[r][c]);
-                            _mm256_fmadd_ps(_mm256_set1_ps(-p.dmin * dy), _mm256_cvtepi32_ps(bias), a)
+                            let dmin = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(f), _mm256_set1_epi32(1));
+                            _mm256_fnmadd_ps(dmin, _mm256_cvtepi32_ps(bias), a)
                         } else {
                             let exact = _mm256_sub_epi32(sums[c], bias);
                             _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(exact), acc[r][c])
