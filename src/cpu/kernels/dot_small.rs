@@ -275,8 +275,8 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::dot_iq::engine::{
-        Weights32, half, half8, load16, load32, lookup16, nibbles, q8_0_tile, q8k_offset_tile, q8k_offset_vnni_tile,
-        signs_from_bits,
+        Weights32, half, half8, load16, load32, lookup16, nibbles, q8_0_raised_tile, q8_0_tile, q8k_offset_tile,
+        q8k_offset_vnni_tile, raised16, signs_from_bits,
     };
     use super::*;
 
@@ -385,13 +385,19 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn mxfp4<const R: usize, const C: usize>(x: &[&[BlockMxfp4]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-        q8_0_tile(
+        q8_0_raised_tile(
             x,
             y,
+            E2M1_RAISE,
             |b| _mm256_set1_ps(e8m0_to_f32_half(b.e)),
-            |b, _| (Weights32::signed(lookup16(&E2M1_DOUBLED, nibbles(load16(&b.qs, 0)))), _mm256_set1_ps(1.0)),
+            |b, _| (lookup16(&E2M1_RAISED, nibbles(load16(&b.qs, 0))), _mm256_set1_ps(1.0)),
         )
     }
+
+    /// What the doubled E2M1 values are raised by for `vpdpbusd`: the largest magnitude.
+    const E2M1_RAISE: u8 = 12;
+    /// The doubled E2M1 values raised by [`E2M1_RAISE`], 0..=24.
+    const E2M1_RAISED: [i8; 16] = raised16(&E2M1_DOUBLED, E2M1_RAISE);
 
     /// [`ue4m3_to_f32_half`] of every byte: a load instead of a conversion with branches.
     fn ue4m3_halves() -> &'static [f32; 256] {
@@ -402,9 +408,10 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn nvfp4<const R: usize, const C: usize>(x: &[&[BlockNvfp4]; R], y: &[&[[BlockQ8_0; 2]]; C]) -> [[f32; C]; R] {
         let ue4m3 = ue4m3_halves();
-        q8_0_tile(
+        q8_0_raised_tile(
             x,
             y,
+            E2M1_RAISE,
             |_| _mm256_set1_ps(1.0),
             |b, k| {
                 // bytes 16k..16k+16 hold groups 2k and 2k+1, each as 8 low nibbles then 8 high
@@ -414,7 +421,7 @@ mod avx2 {
                 let codes = _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
                 let scale = |s: usize| _mm_set1_ps(ue4m3[usize::from(b.d[s])]);
                 let scales = _mm256_set_m128(scale(2 * k + 1), scale(2 * k));
-                (Weights32::signed(lookup16(&E2M1_DOUBLED, codes)), scales)
+                (lookup16(&E2M1_RAISED, codes), scales)
             },
         )
     }

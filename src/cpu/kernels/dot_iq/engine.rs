@@ -455,6 +455,106 @@ q8_0_tiles!(q8_0_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", |a, b| _mm256_dpb
     b
 ));
 
+/// [`q8_0_raised_tile`] on one encoding of `vpdpbusd`: the weights as unsigned bytes go into
+/// the products as they are, each column's sums starting from −raise·Σy (four values a lane,
+/// the raise's products taken back), so the integer sums are those of the signed weights.
+macro_rules! q8_0_raised_tiles {
+    ($module:ident, $features:literal, $dpbusd:ident) => {
+        mod $module {
+            use std::arch::x86_64::*;
+
+            use super::{MAX_BLOCKS, Q8_0Group, half8, load32, prefetch_next_tile, sums_of};
+
+            // Rows and columns index the accumulator grid together.
+            #[allow(clippy::needless_range_loop)]
+            #[inline]
+            #[target_feature(enable = $features)]
+            pub fn q8_0_raised_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
+                x: &[&[X]; R],
+                y: &[&[Y]; C],
+                raise: u8,
+                scale: impl Fn(&X) -> __m256,
+                chunk: impl Fn(&X, usize) -> (__m256i, __m256),
+            ) -> [[f32; C]; R] {
+                const { assert!(Y::BLOCKS <= MAX_BLOCKS) };
+                let raise = _mm256_set1_epi8(raise as i8);
+                let mut acc = [[_mm256_setzero_ps(); C]; R];
+                let mut dy = [[_mm256_setzero_ps(); C]; MAX_BLOCKS];
+                let mut seed = [[_mm256_setzero_si256(); C]; MAX_BLOCKS];
+                for b in 0..x[0].len() {
+                    prefetch_next_tile(x, b, 1);
+                    // per column, once for all the rows
+                    for k in 0..Y::BLOCKS {
+                        for c in 0..C {
+                            let block = y[c][b].block(k);
+                            dy[k][c] = half8(block.d);
+                            let raised = $dpbusd(_mm256_setzero_si256(), raise, load32(&block.qs, 0));
+                            seed[k][c] = _mm256_sub_epi32(_mm256_setzero_si256(), raised);
+                        }
+                    }
+                    // row by row, as in `q8_0_tile`
+                    for r in 0..R {
+                        let mut block = [_mm256_set1_ps(-0.0); C];
+                        for k in 0..Y::BLOCKS {
+                            let (w, dk) = chunk(&x[r][b], k);
+                            for c in 0..C {
+                                let sums = $dpbusd(seed[k][c], w, load32(&y[c][b].block(k).qs, 0));
+                                let d = _mm256_mul_ps(dk, dy[k][c]);
+                                block[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), block[c]);
+                            }
+                        }
+                        let dx = scale(&x[r][b]);
+                        for c in 0..C {
+                            acc[r][c] = _mm256_fmadd_ps(dx, block[c], acc[r][c]);
+                        }
+                    }
+                }
+                sums_of(&acc)
+            }
+        }
+    };
+}
+
+q8_0_raised_tiles!(q8_0_raised_vnni, "avx2,fma,f16c,avxvnni", _mm256_dpbusd_avx_epi32);
+q8_0_raised_tiles!(q8_0_raised_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", _mm256_dpbusd_epi32);
+
+/// [`q8_0_tile`] for weights decoded as unsigned bytes `raise` above their values (which lie
+/// within ±127): `chunk` gives the raised bytes. With VNNI they go to `vpdpbusd` as they are,
+/// which spares the two sign operations per 32 values and column of the signed route; without,
+/// the raise comes off and the signed route takes them. The integer sums are the same.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn q8_0_raised_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
+    x: &[&[X]; R],
+    y: &[&[Y]; C],
+    raise: u8,
+    scale: impl Fn(&X) -> __m256,
+    chunk: impl Fn(&X, usize) -> (__m256i, __m256),
+) -> [[f32; C]; R] {
+    use crate::cpu::kernels::features::{Vnni, features};
+    match features().vnni() {
+        // SAFETY (both): AVX2, FMA and F16C are enabled here; the encoding was just checked.
+        Vnni::Vex => unsafe { q8_0_raised_vnni::q8_0_raised_tile(x, y, raise, scale, chunk) },
+        Vnni::Evex => unsafe { q8_0_raised_vnni512::q8_0_raised_tile(x, y, raise, scale, chunk) },
+        Vnni::None => q8_0_avx2::q8_0_tile(x, y, scale, |b, k| {
+            let (w, dk) = chunk(b, k);
+            (Weights32::signed(_mm256_sub_epi8(w, _mm256_set1_epi8(raise as i8))), dk)
+        }),
+    }
+}
+
+/// `table` raised by `raise`, as bytes for [`lookup16`] (a table of signed levels for
+/// [`q8_0_raised_tile`]).
+pub const fn raised16(table: &[i8; 16], raise: u8) -> [i8; 16] {
+    let mut out = [0i8; 16];
+    let mut i = 0;
+    while i < 16 {
+        out[i] = (table[i] as u8).wrapping_add(raise) as i8;
+        i += 1;
+    }
+    out
+}
+
 /// The most q8_0 blocks a weight block spans.
 const MAX_BLOCKS: usize = 4;
 
@@ -505,6 +605,36 @@ mod tests {
             let v = q8_0_tile(&x, &y, scale, chunk);
             assert_eq!(a, v);
             assert!(a.iter().flatten().all(|s| s.is_finite() && *s != 0.0));
+        }
+    }
+
+    /// The raised route gives the signed route's floats to the bit: the same integer sums,
+    /// taken back from the raised products, for the largest raise too.
+    #[test]
+    fn raised_and_signed_q8_0_tiles_agree_exactly() {
+        use crate::cpu::kernels::features::{Vnni, features};
+        if features().vnni() == Vnni::None {
+            return;
+        }
+        // weights: random bytes within ±raise (so that raised they are 0..=2·raise)
+        for raise in [12u8, 127] {
+            let span = 2 * u16::from(raise) + 1;
+            let xs: Vec<Vec<u8>> =
+                (0..4).map(|r| bytes(4 * 32, 7 + r).iter().map(|&b| (u16::from(b) % span) as u8).collect()).collect();
+            let x: [&[[u8; 32]]; 4] = std::array::from_fn(|r| xs[r].as_chunks::<32>().0);
+            let ys: Vec<Vec<BlockQ8_0>> = (0..2).map(|c| q8_0(&values(4 * 32, 19 + c)).0).collect();
+            let y: [&[BlockQ8_0]; 2] = std::array::from_fn(|c| ys[c].as_slice());
+            // SAFETY (whole block): AVX2, FMA, F16C and the VNNI encoding taken were checked above.
+            unsafe {
+                let scale = |_: &[u8; 32]| _mm256_set1_ps(0.5);
+                let lowered = |b: &[u8; 32]| _mm256_sub_epi8(load32(b, 0), _mm256_set1_epi8(raise as i8));
+                let signed =
+                    q8_0_avx2::q8_0_tile(&x, &y, scale, |b, _| (Weights32::signed(lowered(b)), _mm256_set1_ps(1.0)));
+                // (`q8_0_raised_tile` takes this processor's VNNI tile)
+                let raised = q8_0_raised_tile(&x, &y, raise, scale, |b, _| (load32(b, 0), _mm256_set1_ps(1.0)));
+                assert_eq!(signed, raised, "raise {raise}");
+                assert!(signed.iter().flatten().all(|s| s.is_finite() && *s != 0.0));
+            }
         }
     }
 }

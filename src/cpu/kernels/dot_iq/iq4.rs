@@ -86,16 +86,23 @@ unsafe impl VecDot for BlockIq4Xs {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{Sub32, Weights32, half, half8, load16, lookup16, nibbles, q8_0_tile, q8k_tile};
+    use super::super::engine::{
+        Sub32, Weights32, half, half8, load16, lookup16, nibbles, q8_0_raised_tile, q8k_tile, raised16,
+    };
     use super::*;
+
+    /// What the levels are raised by for `vpdpbusd`: 1..=241 as unsigned bytes.
+    const NL_RAISE: u8 = 128;
+    const NL_RAISED: [i8; 16] = raised16(&LEVELS, NL_RAISE);
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn iq4_nl<const R: usize, const C: usize>(x: &[&[BlockIq4Nl]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-        q8_0_tile(
+        q8_0_raised_tile(
             x,
             y,
+            NL_RAISE,
             |b| half8(b.d),
-            |b, _| (Weights32::signed(lookup16(&LEVELS, nibbles(load16(&b.qs, 0)))), _mm256_set1_ps(1.0)),
+            |b, _| (lookup16(&NL_RAISED, nibbles(load16(&b.qs, 0))), _mm256_set1_ps(1.0)),
         )
     }
 
