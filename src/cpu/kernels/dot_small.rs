@@ -275,8 +275,8 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::dot_iq::engine::{
-        Weights32, half, half8, load16, load32, lookup16, nibbles, q8_0_raised_tile, q8_0_tile, q8k_offset_tile,
-        q8k_offset_vnni_tile, raised16, signs_from_bits,
+        half, half8, load16, load32, lookup16, nibbles, q8_0_tile, q8k_offset_tile, q8k_offset_vnni_tile, raised16,
+        signs_from_bits,
     };
     use super::*;
 
@@ -385,7 +385,7 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn mxfp4<const R: usize, const C: usize>(x: &[&[BlockMxfp4]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-        q8_0_raised_tile(
+        q8_0_tile(
             x,
             y,
             E2M1_RAISE,
@@ -408,7 +408,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn nvfp4<const R: usize, const C: usize>(x: &[&[BlockNvfp4]; R], y: &[&[[BlockQ8_0; 2]]; C]) -> [[f32; C]; R] {
         let ue4m3 = ue4m3_halves();
-        q8_0_raised_tile(
+        q8_0_tile(
             x,
             y,
             E2M1_RAISE,
@@ -431,14 +431,14 @@ mod avx2 {
         q8_0_tile(
             x,
             y,
-            // A set bit is +1, and `signs_from_bits` makes set bits -1: so the sums come out
-            // negated, and so does the scale. (Complementing the bits instead kept them out of
-            // a broadcast load: a load, a `not`, a move and a broadcast per 32 values.)
-            |b| _mm256_xor_ps(half8(b.d), _mm256_set1_ps(-0.0)),
+            1,
+            |b| half8(b.d),
             |b, k| {
+                // A set bit is +1, raised 2; a clear one −1, raised 0. `signs_from_bits` makes
+                // set bits −1 and clear ones +1: 1 − sign is the raised weight.
                 let q = &b.qs[4 * k..4 * k + 4];
                 let signs = signs_from_bits(u32::from_le_bytes([q[0], q[1], q[2], q[3]]));
-                (Weights32::with_signs(_mm256_set1_epi8(1), signs), _mm256_set1_ps(1.0))
+                (_mm256_sub_epi8(_mm256_set1_epi8(1), signs), _mm256_set1_ps(1.0))
             },
         )
     }
@@ -448,6 +448,8 @@ mod avx2 {
         q8_0_tile(
             x,
             y,
+            // codes q stand for q − 1
+            1,
             |b| half8(b.d),
             |b, k| {
                 // byte j of the 8 goes to 32-bit lane j, copied four times 6 bits apart so that
@@ -459,8 +461,7 @@ mod avx2 {
                     _mm256_or_si256(wide, _mm256_slli_epi32::<6>(wide)),
                     _mm256_or_si256(_mm256_slli_epi32::<12>(wide), _mm256_slli_epi32::<18>(wide)),
                 );
-                let codes = _mm256_and_si256(spread, _mm256_set1_epi8(3));
-                (Weights32::signed(_mm256_sub_epi8(codes, _mm256_set1_epi8(1))), _mm256_set1_ps(1.0))
+                (_mm256_and_si256(spread, _mm256_set1_epi8(3)), _mm256_set1_ps(1.0))
             },
         )
     }

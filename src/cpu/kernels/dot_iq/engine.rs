@@ -299,17 +299,12 @@ pub fn q8k_offset_tile<X, const R: usize, const C: usize>(
     decode: impl Fn(&X) -> (f32, [__m256i; QK_K / 32]),
 ) -> [[f32; C]; R] {
     let ones = _mm256_set1_epi16(1);
-    q8k_frame(x, y, |xb, ys| {
-        let (dx, codes) = decode(xb);
-        let mut sums = [_mm256_setzero_si256(); C];
-        for (s, yb) in sums.iter_mut().zip(ys) {
-            let mut pairs = _mm256_sub_epi16(_mm256_setzero_si256(), load32(yb.bsums.as_flattened(), 0));
-            for (i, &q) in codes.iter().enumerate() {
-                pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(q, load32(&yb.qs, 32 * i)));
-            }
-            *s = _mm256_madd_epi16(pairs, ones);
+    q8k_offset_frame(x, y, decode, |codes, yb| {
+        let mut pairs = _mm256_sub_epi16(_mm256_setzero_si256(), load32(yb.bsums.as_flattened(), 0));
+        for (i, &q) in codes.iter().enumerate() {
+            pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(q, load32(&yb.qs, 32 * i)));
         }
-        (dx, sums)
+        _mm256_madd_epi16(pairs, ones)
     })
 }
 
@@ -324,17 +319,32 @@ pub fn q8k_offset_vnni_tile<X, const R: usize, const C: usize>(
     decode: impl Fn(&X) -> (f32, [__m256i; QK_K / 32]),
 ) -> [[f32; C]; R] {
     let ones = _mm256_set1_epi16(1);
+    q8k_offset_frame(x, y, decode, |codes, yb| {
+        let block_sums = _mm256_madd_epi16(load32(yb.bsums.as_flattened(), 0), ones);
+        // two chains of sums, added at the end, for the latency of `vpdpbusd`
+        let mut pair = [_mm256_sub_epi32(_mm256_setzero_si256(), block_sums), _mm256_setzero_si256()];
+        for (i, &q) in codes.iter().enumerate() {
+            pair[i % 2] = _mm256_dpbusd_epi32(pair[i % 2], q, load32(&yb.qs, 32 * i));
+        }
+        _mm256_add_epi32(pair[0], pair[1])
+    })
+}
+
+/// The frame of the offset tiles: each row's block decoded once, then `column(codes, yb)`
+/// gives its integer sums against each column's block.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn q8k_offset_frame<X, const R: usize, const C: usize>(
+    x: &[&[X]; R],
+    y: &[&[BlockQ8K]; C],
+    decode: impl Fn(&X) -> (f32, [__m256i; QK_K / 32]),
+    column: impl Fn(&[__m256i; QK_K / 32], &BlockQ8K) -> __m256i,
+) -> [[f32; C]; R] {
     q8k_frame(x, y, |xb, ys| {
         let (dx, codes) = decode(xb);
         let mut sums = [_mm256_setzero_si256(); C];
         for (s, yb) in sums.iter_mut().zip(ys) {
-            let block_sums = _mm256_madd_epi16(load32(yb.bsums.as_flattened(), 0), ones);
-            // two chains of sums, added at the end, for the latency of `vpdpbusd`
-            let mut pair = [_mm256_sub_epi32(_mm256_setzero_si256(), block_sums), _mm256_setzero_si256()];
-            for (i, &q) in codes.iter().enumerate() {
-                pair[i % 2] = _mm256_dpbusd_epi32(pair[i % 2], q, load32(&yb.qs, 32 * i));
-            }
-            *s = _mm256_add_epi32(pair[0], pair[1]);
+            *s = column(&codes, yb);
         }
         (dx, sums)
     })
@@ -378,88 +388,23 @@ impl<const N: usize> Q8_0Group for [BlockQ8_0; N] {
     }
 }
 
-/// The q8_0 tile, built three times: for AVX2 (byte products summed with `maddubs` and
-/// `madd`) and for `vpdpbusd` under each of its encodings (see [`Vnni`]). All give the same
-/// integer sums.
+/// The q8_0 tile, built three times: for AVX2 and for `vpdpbusd` under each of its encodings
+/// (see [`Vnni`]). The weights come raised to unsigned bytes; what differs is how each
+/// column's sums start from its activations (`seed`, once for all rows), what a row's weights
+/// become before the products (`prepare`, once for all columns) and the products themselves
+/// (`dot`, four per 32-bit lane). `vpdpbusd` takes the raised bytes as they are, the sums
+/// starting from −raise·Σy; AVX2 takes the raise off and moves the weights' signs onto the
+/// activations for `maddubs` (whose 16-bit pair sums raised bytes could overflow). All give
+/// the same integer sums.
 ///
 /// [`Vnni`]: crate::cpu::kernels::features::Vnni
 macro_rules! q8_0_tiles {
-    ($module:ident, $features:literal, |$a:ident, $b:ident| $dot:expr) => {
-        mod $module {
-            use std::arch::x86_64::*;
-
-            use super::{MAX_BLOCKS, Q8_0Group, Weights32, half8, load32, prefetch_next_tile, sums_of};
-
-            /// Σ of four products of unsigned bytes of `a` with signed bytes of `b`, per 32-bit
-            /// lane.
-            #[inline]
-            #[target_feature(enable = $features)]
-            fn dot4($a: __m256i, $b: __m256i) -> __m256i {
-                $dot
-            }
-
-            // Rows and columns index the accumulator grid together.
-            #[allow(clippy::needless_range_loop)]
-            #[inline]
-            #[target_feature(enable = $features)]
-            pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
-                x: &[&[X]; R],
-                y: &[&[Y]; C],
-                scale: impl Fn(&X) -> __m256,
-                chunk: impl Fn(&X, usize) -> (Weights32, __m256),
-            ) -> [[f32; C]; R] {
-                const { assert!(Y::BLOCKS <= MAX_BLOCKS) };
-                let mut acc = [[_mm256_setzero_ps(); C]; R];
-                let mut dy = [[_mm256_setzero_ps(); C]; MAX_BLOCKS];
-                for b in 0..x[0].len() {
-                    prefetch_next_tile(x, b, 1);
-                    for k in 0..Y::BLOCKS {
-                        for c in 0..C {
-                            dy[k][c] = half8(y[c][b].block(k).d);
-                        }
-                    }
-                    // row by row, as in `q8k_tile`
-                    for r in 0..R {
-                        // The q8_0 blocks' sums are gathered before the weight block's scale
-                        // is applied, once. They start from -0.0, the one start that lets LLVM
-                        // turn the first fused multiply-add into a multiplication (x + -0.0 is
-                        // x for every x), and factors of 1.0 fold away: for one q8_0 block per
-                        // weight block this costs what scaling each product by dx·dy did.
-                        let mut block = [_mm256_set1_ps(-0.0); C];
-                        for k in 0..Y::BLOCKS {
-                            let (w, dk) = chunk(&x[r][b], k);
-                            for c in 0..C {
-                                let qy = load32(&y[c][b].block(k).qs, 0);
-                                let sums = dot4(w.mag, _mm256_sign_epi8(qy, w.sign));
-                                let d = _mm256_mul_ps(dk, dy[k][c]);
-                                block[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), block[c]);
-                            }
-                        }
-                        let dx = scale(&x[r][b]);
-                        for c in 0..C {
-                            acc[r][c] = _mm256_fmadd_ps(dx, block[c], acc[r][c]);
-                        }
-                    }
-                }
-                sums_of(&acc)
-            }
-        }
-    };
-}
-
-q8_0_tiles!(q8_0_avx2, "avx2,fma,f16c", |a, b| _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
-q8_0_tiles!(q8_0_vnni, "avx2,fma,f16c,avxvnni", |a, b| _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), a, b));
-q8_0_tiles!(q8_0_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", |a, b| _mm256_dpbusd_epi32(
-    _mm256_setzero_si256(),
-    a,
-    b
-));
-
-/// [`q8_0_raised_tile`] on one encoding of `vpdpbusd`: the weights as unsigned bytes go into
-/// the products as they are, each column's sums starting from −raise·Σy (four values a lane,
-/// the raise's products taken back), so the integer sums are those of the signed weights.
-macro_rules! q8_0_raised_tiles {
-    ($module:ident, $features:literal, $dpbusd:ident) => {
+    (
+        $module:ident, $features:literal, $prepared:ty,
+        seed: |$seed_raise:ident, $seed_y:ident| $seed:expr,
+        prepare: |$prepare_raise:ident, $prepare_w:ident| $prepare:expr,
+        dot: |$dot_seed:ident, $dot_w:ident, $dot_y:ident| $dot:expr
+    ) => {
         mod $module {
             use std::arch::x86_64::*;
 
@@ -469,7 +414,7 @@ macro_rules! q8_0_raised_tiles {
             #[allow(clippy::needless_range_loop)]
             #[inline]
             #[target_feature(enable = $features)]
-            pub fn q8_0_raised_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
+            pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
                 x: &[&[X]; R],
                 y: &[&[Y]; C],
                 raise: u8,
@@ -483,22 +428,36 @@ macro_rules! q8_0_raised_tiles {
                 let mut seed = [[_mm256_setzero_si256(); C]; MAX_BLOCKS];
                 for b in 0..x[0].len() {
                     prefetch_next_tile(x, b, 1);
-                    // per column, once for all the rows
                     for k in 0..Y::BLOCKS {
                         for c in 0..C {
                             let block = y[c][b].block(k);
                             dy[k][c] = half8(block.d);
-                            let raised = $dpbusd(_mm256_setzero_si256(), raise, load32(&block.qs, 0));
-                            seed[k][c] = _mm256_sub_epi32(_mm256_setzero_si256(), raised);
+                            seed[k][c] = {
+                                let ($seed_raise, $seed_y) = (raise, load32(&block.qs, 0));
+                                $seed
+                            };
                         }
                     }
-                    // row by row, as in `q8_0_tile`
+                    // row by row, as in `q8k_tile`
                     for r in 0..R {
+                        // The q8_0 blocks' sums are gathered before the weight block's scale
+                        // is applied, once. They start from -0.0, the one start that lets LLVM
+                        // turn the first fused multiply-add into a multiplication (x + -0.0 is
+                        // x for every x), and factors of 1.0 fold away: for one q8_0 block per
+                        // weight block this costs what scaling each product by dx·dy did.
                         let mut block = [_mm256_set1_ps(-0.0); C];
                         for k in 0..Y::BLOCKS {
                             let (w, dk) = chunk(&x[r][b], k);
+                            let w: $prepared = {
+                                let ($prepare_raise, $prepare_w) = (raise, w);
+                                $prepare
+                            };
                             for c in 0..C {
-                                let sums = $dpbusd(seed[k][c], w, load32(&y[c][b].block(k).qs, 0));
+                                let sums = {
+                                    let qy = load32(&y[c][b].block(k).qs, 0);
+                                    let ($dot_seed, $dot_w, $dot_y) = (seed[k][c], w, qy);
+                                    $dot
+                                };
                                 let d = _mm256_mul_ps(dk, dy[k][c]);
                                 block[c] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(sums), block[c]);
                             }
@@ -515,16 +474,37 @@ macro_rules! q8_0_raised_tiles {
     };
 }
 
-q8_0_raised_tiles!(q8_0_raised_vnni, "avx2,fma,f16c,avxvnni", _mm256_dpbusd_avx_epi32);
-q8_0_raised_tiles!(q8_0_raised_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", _mm256_dpbusd_epi32);
+q8_0_tiles!(
+    q8_0_avx2, "avx2,fma,f16c", super::Weights32,
+    seed: |_raise, _y| _mm256_setzero_si256(),
+    prepare: |raise, w| super::Weights32::signed(_mm256_sub_epi8(w, raise)),
+    dot: |_seed, w, y| _mm256_madd_epi16(w.pair_sums(y), _mm256_set1_epi16(1))
+);
+q8_0_tiles!(
+    q8_0_vnni, "avx2,fma,f16c,avxvnni", __m256i,
+    seed: |raise, y| _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), raise, y)),
+    prepare: |_raise, w| w,
+    dot: |seed, w, y| _mm256_dpbusd_avx_epi32(seed, w, y)
+);
+q8_0_tiles!(
+    q8_0_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", __m256i,
+    seed: |raise, y| _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), raise, y)),
+    prepare: |_raise, w| w,
+    dot: |seed, w, y| _mm256_dpbusd_epi32(seed, w, y)
+);
 
-/// [`q8_0_tile`] for weights decoded as unsigned bytes `raise` above their values (which lie
-/// within ±127): `chunk` gives the raised bytes. With VNNI they go to `vpdpbusd` as they are,
-/// which spares the two sign operations per 32 values and column of the signed route; without,
-/// the raise comes off and the signed route takes them. The integer sums are the same.
+/// The most q8_0 blocks a weight block spans.
+const MAX_BLOCKS: usize = 4;
+
+/// R×C products of rows of weight blocks with rows of q8_0 groups: `chunk(block, k)` decodes
+/// the 32 weights of a block that meet q8_0 block k as unsigned bytes `raise` above their
+/// values (which lie within ±127), with their own factor in each 32-bit lane (lane l covers
+/// values 4l..4l+4; 1.0 where a block has one scale), and `scale(block)` gives the factor of
+/// the whole block. Takes `vpdpbusd` where the processor has VNNI, which spares the two sign
+/// operations per 32 values and column that AVX2's `maddubs` needs.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub fn q8_0_raised_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
+pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
     x: &[&[X]; R],
     y: &[&[Y]; C],
     raise: u8,
@@ -534,17 +514,14 @@ pub fn q8_0_raised_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
     use crate::cpu::kernels::features::{Vnni, features};
     match features().vnni() {
         // SAFETY (both): AVX2, FMA and F16C are enabled here; the encoding was just checked.
-        Vnni::Vex => unsafe { q8_0_raised_vnni::q8_0_raised_tile(x, y, raise, scale, chunk) },
-        Vnni::Evex => unsafe { q8_0_raised_vnni512::q8_0_raised_tile(x, y, raise, scale, chunk) },
-        Vnni::None => q8_0_avx2::q8_0_tile(x, y, scale, |b, k| {
-            let (w, dk) = chunk(b, k);
-            (Weights32::signed(_mm256_sub_epi8(w, _mm256_set1_epi8(raise as i8))), dk)
-        }),
+        Vnni::Vex => unsafe { q8_0_vnni::q8_0_tile(x, y, raise, scale, chunk) },
+        Vnni::Evex => unsafe { q8_0_vnni512::q8_0_tile(x, y, raise, scale, chunk) },
+        Vnni::None => q8_0_avx2::q8_0_tile(x, y, raise, scale, chunk),
     }
 }
 
 /// `table` raised by `raise`, as bytes for [`lookup16`] (a table of signed levels for
-/// [`q8_0_raised_tile`]).
+/// [`q8_0_tile`]).
 pub const fn raised16(table: &[i8; 16], raise: u8) -> [i8; 16] {
     let mut out = [0i8; 16];
     let mut i = 0;
@@ -555,68 +532,20 @@ pub const fn raised16(table: &[i8; 16], raise: u8) -> [i8; 16] {
     out
 }
 
-/// The most q8_0 blocks a weight block spans.
-const MAX_BLOCKS: usize = 4;
-
-/// R×C products of rows of weight blocks with rows of q8_0 groups: `chunk(block, k)` decodes
-/// the 32 weights of a block that meet q8_0 block k, with their own factor in each 32-bit lane
-/// (lane l covers values 4l..4l+4; 1.0 where a block has one scale), and `scale(block)` gives
-/// the factor of the whole block. Takes `vpdpbusd` where the processor has VNNI.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
-    x: &[&[X]; R],
-    y: &[&[Y]; C],
-    scale: impl Fn(&X) -> __m256,
-    chunk: impl Fn(&X, usize) -> (Weights32, __m256),
-) -> [[f32; C]; R] {
-    use crate::cpu::kernels::features::{Vnni, features};
-    match features().vnni() {
-        // SAFETY (both): AVX2, FMA and F16C are enabled here; the encoding was just checked.
-        Vnni::Vex => unsafe { q8_0_vnni::q8_0_tile(x, y, scale, chunk) },
-        Vnni::Evex => unsafe { q8_0_vnni512::q8_0_tile(x, y, scale, chunk) },
-        Vnni::None => q8_0_avx2::q8_0_tile(x, y, scale, chunk),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cpu::kernels::dot_iq::test_support::{bytes, q8_0, values};
 
+    /// This processor's VNNI tile gives the AVX2 tile's floats to the bit: the same integer
+    /// sums, taken back from the raised products, for the largest raise too.
     #[test]
     fn vnni_and_avx2_q8_0_tiles_agree_exactly() {
         use crate::cpu::kernels::features::{Vnni, features};
         if features().vnni() == Vnni::None {
             return;
         }
-        // weights: random signed bytes (within ±127) with a scale per block
-        let xs: Vec<Vec<u8>> =
-            (0..4).map(|r| bytes(4 * 32, r).iter().map(|&b| if b == 0x80 { 0 } else { b }).collect()).collect();
-        let x: [&[[u8; 32]]; 4] = std::array::from_fn(|r| xs[r].as_chunks::<32>().0);
-        let ys: Vec<Vec<BlockQ8_0>> = (0..2).map(|c| q8_0(&values(4 * 32, 9 + c)).0).collect();
-        let y: [&[BlockQ8_0]; 2] = std::array::from_fn(|c| ys[c].as_slice());
-        // SAFETY (whole block): AVX2, FMA, F16C and the VNNI encoding taken were checked above.
-        unsafe {
-            let scale = |_: &[u8; 32]| _mm256_set1_ps(0.5);
-            let chunk = |b: &[u8; 32], _| (Weights32::signed(load32(b, 0)), _mm256_set1_ps(1.0));
-            let a = q8_0_avx2::q8_0_tile(&x, &y, scale, chunk);
-            // (`q8_0_tile` takes this processor's VNNI tile)
-            let v = q8_0_tile(&x, &y, scale, chunk);
-            assert_eq!(a, v);
-            assert!(a.iter().flatten().all(|s| s.is_finite() && *s != 0.0));
-        }
-    }
-
-    /// The raised route gives the signed route's floats to the bit: the same integer sums,
-    /// taken back from the raised products, for the largest raise too.
-    #[test]
-    fn raised_and_signed_q8_0_tiles_agree_exactly() {
-        use crate::cpu::kernels::features::{Vnni, features};
-        if features().vnni() == Vnni::None {
-            return;
-        }
-        // weights: random bytes within ±raise (so that raised they are 0..=2·raise)
+        // weights: random bytes within 0..=2·raise, standing for −raise..=raise
         for raise in [12u8, 127] {
             let span = 2 * u16::from(raise) + 1;
             let xs: Vec<Vec<u8>> =
@@ -627,13 +556,12 @@ mod tests {
             // SAFETY (whole block): AVX2, FMA, F16C and the VNNI encoding taken were checked above.
             unsafe {
                 let scale = |_: &[u8; 32]| _mm256_set1_ps(0.5);
-                let lowered = |b: &[u8; 32]| _mm256_sub_epi8(load32(b, 0), _mm256_set1_epi8(raise as i8));
-                let signed =
-                    q8_0_avx2::q8_0_tile(&x, &y, scale, |b, _| (Weights32::signed(lowered(b)), _mm256_set1_ps(1.0)));
-                // (`q8_0_raised_tile` takes this processor's VNNI tile)
-                let raised = q8_0_raised_tile(&x, &y, raise, scale, |b, _| (load32(b, 0), _mm256_set1_ps(1.0)));
-                assert_eq!(signed, raised, "raise {raise}");
-                assert!(signed.iter().flatten().all(|s| s.is_finite() && *s != 0.0));
+                let chunk = |b: &[u8; 32], _| (load32(b, 0), _mm256_set1_ps(1.0));
+                let a = q8_0_avx2::q8_0_tile(&x, &y, raise, scale, chunk);
+                // (`q8_0_tile` takes this processor's VNNI tile)
+                let v = q8_0_tile(&x, &y, raise, scale, chunk);
+                assert_eq!(a, v, "raise {raise}");
+                assert!(a.iter().flatten().all(|s| s.is_finite() && *s != 0.0));
             }
         }
     }

@@ -87,7 +87,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::super::engine::{
-        Sub32, Weights32, half, half8, load16, lookup16, nibbles, q8_0_raised_tile, q8k_tile, raised16,
+        Sub32, Weights32, half, half8, load16, lookup16, nibbles, q8_0_tile, q8k_tile, raised16,
     };
     use super::*;
 
@@ -97,7 +97,7 @@ mod avx2 {
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn iq4_nl<const R: usize, const C: usize>(x: &[&[BlockIq4Nl]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-        q8_0_raised_tile(
+        q8_0_tile(
             x,
             y,
             NL_RAISE,
