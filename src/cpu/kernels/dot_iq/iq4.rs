@@ -25,6 +25,13 @@ fn xs_scale(b: &BlockIq4Xs, i: usize) -> i32 {
     (i32::from(low) | i32::from(high << 4)) - 32
 }
 
+/// What the levels are raised by for `vpdpbusd`, which takes them as unsigned bytes (1..=241).
+#[cfg(target_arch = "x86_64")]
+const RAISE: u8 = 128;
+/// The levels raised by [`RAISE`], for both formats' `vpdpbusd` tiles.
+#[cfg(target_arch = "x86_64")]
+const RAISED_LEVELS: [i8; 16] = super::engine::raised16(&LEVELS, RAISE);
+
 // SAFETY: the blocks are repr(C) byte arrays and Halfs.
 unsafe impl VecDot for BlockIq4Nl {
     type Rhs = BlockQ8_0;
@@ -86,23 +93,17 @@ unsafe impl VecDot for BlockIq4Xs {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{
-        Sub32, Weights32, half, half8, load16, lookup16, nibbles, q8_0_tile, q8k_tile, raised16,
-    };
+    use super::super::engine::{Sub32, Weights32, half, half8, load16, lookup16, nibbles, q8_0_tile, q8k_tile};
     use super::*;
-
-    /// What the levels are raised by for `vpdpbusd`: 1..=241 as unsigned bytes.
-    const NL_RAISE: u8 = 128;
-    const NL_RAISED: [i8; 16] = raised16(&LEVELS, NL_RAISE);
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn iq4_nl<const R: usize, const C: usize>(x: &[&[BlockIq4Nl]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
         q8_0_tile(
             x,
             y,
-            NL_RAISE,
+            RAISE,
             |b| half8(b.d),
-            |b, _| (lookup16(&NL_RAISED, nibbles(load16(&b.qs, 0))), _mm256_set1_ps(1.0)),
+            |b, _| (lookup16(&RAISED_LEVELS, nibbles(load16(&b.qs, 0))), _mm256_set1_ps(1.0)),
         )
     }
 
@@ -145,16 +146,8 @@ mod vnni {
     use super::*;
     use crate::quants::k_quants::QK_K;
 
-    /// The levels raised by 128, twice: a `vpermb` table indexed by the low five bits.
-    const RAISED: [u8; 32] = {
-        let mut t = [0u8; 32];
-        let mut i = 0;
-        while i < 32 {
-            t[i] = (LEVELS[i % 16] as i16 + 128) as u8;
-            i += 1;
-        }
-        t
-    };
+    /// [`RAISED_LEVELS`] twice: a `vpermb` table indexed by the low five bits.
+    const TABLE: [[i8; 16]; 2] = [RAISED_LEVELS; 2];
 
     /// The 8 group scales of a block ([`xs_scale`]) in the lanes of a vector: group i's low
     /// four bits from bit 4i of `scales_l`, its top two from bit 2i of `scales_h` (the block's
@@ -176,7 +169,8 @@ mod vnni {
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi,avx2,fma,f16c")]
     pub fn iq4_xs<const R: usize, const C: usize>(x: &[&[BlockIq4Xs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        let table = load32(&RAISED, 0);
+        // SAFETY: the table holds the 32 bytes read.
+        let table = unsafe { _mm256_loadu_si256(TABLE.as_ptr().cast()) };
         // the low nibbles (values 0..16 of a group) in the lower half, the high in the upper
         let shifts = _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4);
         let ones = _mm256_set1_epi16(1);
