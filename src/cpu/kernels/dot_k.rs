@@ -353,6 +353,12 @@ mod tests {
         let y: [&[BlockQ8K]; 2] = std::array::from_fn(|c| ys[c].0.as_slice());
         let scalar = B::tile::<4, 2>(&x, &y, false);
         let fast = B::tile::<4, 2>(&x, &y, true);
+        // generation's one-column products, which go their own way (`column_on`)
+        let column: [[f32; 4]; 2] = std::array::from_fn(|c| {
+            let mut out = [0.0; 4];
+            B::column_on(crate::cpu::kernels::dot::Path::of::<B>(true), &x, y[c], &mut out);
+            out
+        });
         for r in 0..4 {
             for c in 0..2 {
                 let (a, b) = (&xs[r].1, &ys[c].1);
@@ -364,6 +370,8 @@ mod tests {
                 let f = f64::from(fast[r][c]);
                 assert!((s - exact).abs() < tol, "{name} scalar {r},{c}: {s} vs {exact}");
                 assert!((f - exact).abs() < tol, "{name} simd {r},{c}: {f} vs {exact}");
+                let one = f64::from(column[c][r]);
+                assert!((one - exact).abs() < tol, "{name} column {r},{c}: {one} vs {exact}");
                 assert!((f - s).abs() < tol, "{name} scalar {s} vs simd {f}");
                 assert_eq!(B::dot_scalar(x[r], y[c]).to_bits(), scalar[r][c].to_bits());
             }
