@@ -1150,6 +1150,7 @@ impl DotKernel {
 }
 
 /// Views the first `units` units of a byte row as `T`s.
+#[inline]
 fn view<T: Copy>(bytes: &[u8], units: usize) -> &[T] {
     let size = std::mem::size_of::<T>();
     crate::ggml_assert!(bytes.len() >= units * size, "vec_dot: row of {} bytes is too short", bytes.len());

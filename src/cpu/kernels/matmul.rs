@@ -344,12 +344,21 @@ impl ColumnIndex {
     }
 }
 
-/// The chunk grid of a product with `nr0` result rows and `nr1` result columns:
+/// Row length (values) from which a chunk holds the fewest rows.
+const SHORT_ROW: i64 = 1024;
+
+/// The chunk grid of a product with `nr0` result rows and `nr1` result columns of `row_len`
+/// values each:
 /// (chunks along rows, chunks along columns, rows per chunk, columns per chunk). Columns per
 /// chunk are rounded up to a multiple of `tile_cols`, the kernel's widest tile, where that
 /// leaves every thread a chunk: a chunk's columns then split into whole tiles.
-fn chunking(nr0: i64, nr1: i64, nth: i64, tile_cols: i64) -> (i64, i64, i64, i64) {
-    let chunk_size = if nr0 == 1 || nr1 == 1 { 64 } else { 16 };
+fn chunking(nr0: i64, nr1: i64, nth: i64, tile_cols: i64, row_len: i64) -> (i64, i64, i64, i64) {
+    // Rows shorter than SHORT_ROW come more to a chunk, so that what a chunk costs besides its
+    // products (its column runs, a dispatch per block of rows, taking it from the team) stays
+    // small beside them: generation's attention multiplies rows of 64 or 128 values, where
+    // chunks of 16 rows spent more on that than on the products.
+    let scale = (SHORT_ROW / row_len.max(1)).max(1);
+    let chunk_size = if nr0 == 1 || nr1 == 1 { 64 } else { 16 } * scale;
     let (mut nchunk0, mut nchunk1) = (ceil_div(nr0, chunk_size), ceil_div(nr1, chunk_size));
     if nchunk0 * nchunk1 < nth * 4 {
         // Too few chunks to balance: one per thread, along the longer side.
@@ -495,7 +504,7 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
     let product = Product::new(kernel, &src0, use_simd(params));
 
     let (nr0, nr1) = (ne0, ne1 * ne2 * ne3);
-    let (nchunk0, nchunk1, dr0, dr1) = chunking(nr0, nr1, params.nth as i64, product.tile_cols());
+    let (nchunk0, nchunk1, dr0, dr1) = chunking(nr0, nr1, params.nth as i64, product.tile_cols(), src0.ne[0]);
     let total = (nchunk0 * nchunk1) as usize;
     let mut chunk = params.ith;
     while chunk < total {
@@ -688,7 +697,7 @@ pub fn mul_mat_id(params: &ComputeParams, dst: TensorPtr) {
         }
         let mapped = &rows[e * n_pairs..e * n_pairs + nr1 as usize];
         let w_offset = e * src0.nb[2];
-        let (nchunk0, nchunk1, dr0, dr1) = chunking(nr0, nr1, params.nth as i64, product.tile_cols());
+        let (nchunk0, nchunk1, dr0, dr1) = chunking(nr0, nr1, params.nth as i64, product.tile_cols(), src0.ne[0]);
         let total = (nchunk0 * nchunk1) as usize;
         let mut chunk = params.ith;
         while chunk < total {
@@ -1220,15 +1229,19 @@ pub(super) mod tests {
         for (nr0, nr1, nth, tile) in
             [(4096, 512, 2, 6), (1024, 77, 4, 4), (64, 6, 2, 6), (5, 1, 8, 6), (3000, 13, 2, 2), (4, 6, 2, 6)]
         {
-            let (nc0, nc1, dr0, dr1) = chunking(nr0, nr1, nth, tile);
+            let (nc0, nc1, dr0, dr1) = chunking(nr0, nr1, nth, tile, 4096);
             assert!(nc0 * dr0 >= nr0 && nc1 * dr1 >= nr1, "{nr0}x{nr1}: the chunks cover the result");
             assert!((nc1 - 1) * dr1 < nr1, "{nr0}x{nr1}: no empty column chunk");
             assert!(nc0 * nc1 >= nth.min(nr0 * nr1), "{nr0}x{nr1}: a chunk for every thread");
         }
         // a prompt's columns go in whole 6-column tiles
-        assert_eq!(chunking(4096, 512, 2, 6).3 % 6, 0);
+        assert_eq!(chunking(4096, 512, 2, 6, 4096).3 % 6, 0);
         // six columns on two threads stay split in two chunks rather than one whole tile
-        assert_eq!(chunking(4, 6, 2, 6), (1, 2, 4, 3));
+        assert_eq!(chunking(4, 6, 2, 6, 4096), (1, 2, 4, 3));
+        // rows of 64 values (attention's) go 256 to a chunk, 16 of 1024 or more
+        assert_eq!(chunking(1024, 4, 1, 6, 64).2, 256);
+        assert_eq!(chunking(1024, 4, 1, 6, 1024).2, 16);
+        assert_eq!(chunking(1024, 4, 1, 6, 4096).2, 16);
     }
 
     #[test]

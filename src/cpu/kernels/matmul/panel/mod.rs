@@ -220,7 +220,11 @@ macro_rules! of_kind {
 
 /// Whether the panel route takes a MUL_MAT of `src0` by `src1` (before the scratch is known):
 /// weights of a kind here (repacked ones of a kind that reads groups), F32 activations, enough
-/// columns, and a processor with AVX-512 VNNI.
+/// columns per weight matrix, and a processor with AVX-512 VNNI.
+///
+/// A panel serves the columns of its own matrix only, so what pays its decoding back is the
+/// columns each matrix meets, not all of them: generation's attention (one token, the query
+/// heads broadcast over fewer K and V heads) has 16 columns in all but 4 per matrix.
 pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
     fn any<K: Kind>() {}
     let (kind, min_cols) = if is_repacked(src0) {
@@ -228,7 +232,8 @@ pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
     } else {
         (with_kind!(src0, any()), MIN_COLS)
     };
-    kind.is_some() && src1.type_ == Type::F32 && src1.ne[1] * src1.ne[2] * src1.ne[3] >= min_cols && has_avx512()
+    let per_matrix = src1.ne[1] * (src1.ne[2] / src0.ne[2]) * (src1.ne[3] / src0.ne[3]);
+    kind.is_some() && src1.type_ == Type::F32 && per_matrix >= min_cols && has_avx512()
 }
 
 /// Scratch bytes for the panel route with `n_threads` threads: the converted activations, then
@@ -540,6 +545,19 @@ mod tests {
         }
         let bytes = |v: &[Line]| v.iter().flat_map(|l| l.0).collect::<Vec<u8>>();
         assert!(bytes(&from_rows) == bytes(&from_group), "{}: panels differ", ty.name());
+    }
+
+    #[test]
+    fn panels_count_the_columns_of_each_weight_matrix() {
+        if !has_avx512() {
+            return;
+        }
+        let mut c = crate::cpu::kernels::testing::ctx();
+        // attention's K: 4 heads of 256 rows; the queries: 16 heads, broadcast 4 to a K head
+        let k = c.new_tensor(Type::F16, &[64, 256, 4]);
+        let (one, two) = (c.new_tensor(Type::F32, &[64, 1, 16]), c.new_tensor(Type::F32, &[64, 2, 16]));
+        assert!(!applies(&k, &one), "one token: 16 columns, but 4 per K head");
+        assert!(applies(&k, &two), "two tokens: 8 columns per K head");
     }
 
     #[test]
