@@ -275,9 +275,9 @@ impl<'a> Product<'a> {
         Product { kernel, w, n: w.ne[0] as usize, simd }
     }
 
-    /// Columns in the kernel's widest tile.
-    fn tile_cols(&self) -> i64 {
-        self.kernel.cols() as i64
+    /// The chunk grid ([`chunking`]) of `nr0` result rows by `nr1` columns of this product.
+    fn chunks(&self, nr0: i64, nr1: i64, nth: usize) -> (i64, i64, i64, i64) {
+        chunking(nr0, nr1, nth as i64, self.kernel.cols() as i64, self.n as i64)
     }
 
     /// Writes `w[row] · column` to each column's destination, for `rows` (at most
@@ -504,7 +504,7 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
     let product = Product::new(kernel, &src0, use_simd(params));
 
     let (nr0, nr1) = (ne0, ne1 * ne2 * ne3);
-    let (nchunk0, nchunk1, dr0, dr1) = chunking(nr0, nr1, params.nth as i64, product.tile_cols(), src0.ne[0]);
+    let (nchunk0, nchunk1, dr0, dr1) = product.chunks(nr0, nr1, params.nth);
     let total = (nchunk0 * nchunk1) as usize;
     let mut chunk = params.ith;
     while chunk < total {
@@ -697,7 +697,7 @@ pub fn mul_mat_id(params: &ComputeParams, dst: TensorPtr) {
         }
         let mapped = &rows[e * n_pairs..e * n_pairs + nr1 as usize];
         let w_offset = e * src0.nb[2];
-        let (nchunk0, nchunk1, dr0, dr1) = chunking(nr0, nr1, params.nth as i64, product.tile_cols(), src0.ne[0]);
+        let (nchunk0, nchunk1, dr0, dr1) = product.chunks(nr0, nr1, params.nth);
         let total = (nchunk0 * nchunk1) as usize;
         let mut chunk = params.ith;
         while chunk < total {
