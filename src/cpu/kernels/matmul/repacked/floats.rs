@@ -241,6 +241,7 @@ impl<T: Float> Scheme for Floats<T> {
     }
 
     #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
     unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]) {
         let bf16 = crate::cpu::kernels::features::features().avx512bf16;
         // One or two columns keep four chains each, more one each: a multiply-add waits four

@@ -76,6 +76,7 @@ impl Scheme for Iq4Xs {
     }
 
     #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
     unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]) {
         // SAFETY: the caller's contract.
         run_tile!(cols, |acts| unsafe { group_sums::<_>(group, nb, acts) }, 1 2 3 4);

@@ -83,6 +83,7 @@ impl<const FIVE: bool> Scheme for NibbleK<FIVE> {
     }
 
     #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
     unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]) {
         // SAFETY: the caller's contract.
         run_tile!(cols, |acts| unsafe { group_sums::<FIVE, _>(group, nb, acts) }, 1 2 3 4);
