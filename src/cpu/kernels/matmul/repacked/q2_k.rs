@@ -273,15 +273,26 @@ unsafe fn group_sums<F: Crumbs, const C: usize>(group: *const u8, nb: usize, act
                 acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[c]), _mm512_mul_ps(d, da), acc[c]);
             }
             if F::MINS {
+                // the minimums, each the high nibble of its scale byte (sixteen times too
+                // large), by the sub-blocks' level sums a byte at a time: a sum (at most
+                // 16·128 in size) is 128·hi + lo with hi in −16..=16 and lo in 0..128, so
+                // `vpdpbusd` takes four sub-blocks' minimums by their `hi`, and by their `lo`
+                let high = _mm512_set1_epi8(0xf0u8 as i8);
+                let mins = [0, 1, 2, 3]
+                    .map(|r| _mm512_and_si512(_mm512_loadu_si512(base.add(S::<F>::SCALES + 64 * r).cast()), high));
                 let mut min_total = [_mm512_setzero_si512(); C];
-                for s in 0..16 {
-                    let bytes = _mm512_loadu_si512(base.add(S::<F>::SCALES + 64 * (s / 4)).cast());
-                    let min = _mm512_and_si512(super::lane_byte(bytes, s % 4), _mm512_set1_epi32(0xf0));
-                    for c in 0..C {
-                        // (the minimum is the byte's high nibble: 16 times too large)
-                        let bsum = _mm512_set1_epi32(bsums(c, s));
-                        min_total[c] = _mm512_add_epi32(min_total[c], _mm512_mullo_epi32(min, bsum));
-                    }
+                for c in 0..C {
+                    let bsums = _mm512_loadu_si512(acts[c].sums.add(b * 16).cast());
+                    let parts = [_mm512_srai_epi32::<7>(bsums), _mm512_and_si512(bsums, _mm512_set1_epi32(127))]
+                        .map(|part| _mm512_castsi128_si512(_mm512_cvtepi32_epi8(part)));
+                    let [hi, lo] = parts.map(|bytes| {
+                        mins.iter().enumerate().fold(_mm512_setzero_si512(), |sum, (r, &m)| {
+                            // sub-blocks 4r..4r + 4's bytes, in every lane
+                            let y = _mm512_permutexvar_epi32(_mm512_set1_epi32(r as i32), bytes);
+                            _mm512_dpbusd_epi32(sum, m, y)
+                        })
+                    });
+                    min_total[c] = _mm512_add_epi32(_mm512_slli_epi32::<7>(hi), lo);
                 }
                 let dmin = _mm512_mul_ps(super::f16x16(base.add(S::<F>::DMIN)), _mm512_set1_ps(1.0 / 16.0));
                 for c in 0..C {
