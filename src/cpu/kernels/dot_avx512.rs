@@ -44,16 +44,39 @@ pub const BLOCK_COLS: usize = 4;
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub(super) fn sums<const R: usize, const C: usize>(acc: &[[__m512; C]; R]) -> [[f32; C]; R] {
     let mut out = [[0.0f32; C]; R];
+    if R == 4 && C <= 8 {
+        // each column's four sums in a quarter, columns 0-3 in `low` and 4-7 in `high`, then
+        // put in row order and stored whole: the caller reads a row as one load, which a store
+        // of its own lanes (not four stores of one float) hands on at once
+        let mut quarters = [_mm_setzero_ps(); 8];
+        for c in 0..C {
+            quarters[c] = sums_of_four([acc[0][c], acc[1][c], acc[2][c], acc[3][c]]);
+        }
+        let join = |q: &[__m128]| {
+            let lo = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(q[0]), q[1]);
+            let hi = _mm256_insertf128_ps::<1>(_mm256_castps128_ps256(q[2]), q[3]);
+            _mm512_insertf32x8::<1>(_mm512_castps256_ps512(lo), hi)
+        };
+        let (low, high) = (join(&quarters[..4]), join(&quarters[4..]));
+        let dst = out.as_mut_ptr().cast::<f32>();
+        for half in 0..(4 * C).div_ceil(16) {
+            // output j = 16·half + k is (row j / C, column j % C), lane 4c + r of low:high
+            let index: [i32; 16] = std::array::from_fn(|k| {
+                let j = 16 * half + k;
+                (4 * (j % C) + j / C) as i32 & 31
+            });
+            // SAFETY: `index` holds 16 lanes.
+            let index = unsafe { _mm512_loadu_si512(index.as_ptr().cast()) };
+            let rows = _mm512_permutex2var_ps(low, index, high);
+            let left = (4 * C - 16 * half).min(16);
+            // SAFETY: the lanes stored lie in `out`, R·C floats.
+            unsafe { _mm512_mask_storeu_ps(dst.add(16 * half), ((1u32 << left) - 1) as __mmask16, rows) };
+        }
+        return out;
+    }
     for c in 0..C {
-        if R == 4 {
-            let four = sums_of_four([acc[0][c], acc[1][c], acc[2][c], acc[3][c]]);
-            for r in 0..R {
-                out[r][c] = four[r];
-            }
-        } else {
-            for r in 0..R {
-                out[r][c] = _mm512_reduce_add_ps(acc[r][c]);
-            }
+        for r in 0..R {
+            out[r][c] = _mm512_reduce_add_ps(acc[r][c]);
         }
     }
     out
@@ -65,7 +88,7 @@ pub(super) fn sums<const R: usize, const C: usize>(acc: &[[__m512; C]; R]) -> [[
 /// `_mm512_reduce_add_ps`, so each sum comes out the same.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn sums_of_four(v: [__m512; 4]) -> [f32; 4] {
+fn sums_of_four(v: [__m512; 4]) -> __m128 {
     // 128-bit lanes [v0.q0 + v0.q2, v0.q1 + v0.q3, v1.q0 + v1.q2, v1.q1 + v1.q3], likewise v2, v3
     let fold = |a: __m512, b: __m512| {
         _mm512_add_ps(_mm512_shuffle_f32x4::<0b01_00_01_00>(a, b), _mm512_shuffle_f32x4::<0b11_10_11_10>(a, b))
@@ -76,14 +99,7 @@ fn sums_of_four(v: [__m512; 4]) -> [f32; 4] {
         _mm512_add_ps(_mm512_shuffle_f32x4::<0b10_00_10_00>(v01, v23), _mm512_shuffle_f32x4::<0b11_01_11_01>(v01, v23));
     let q = _mm512_add_ps(q, _mm512_shuffle_ps::<0b01_00_11_10>(q, q));
     let q = _mm512_add_ps(q, _mm512_shuffle_ps::<0b10_11_00_01>(q, q));
-    let lanes = _mm512_castps512_ps128(_mm512_permutexvar_ps(
-        _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
-        q,
-    ));
-    let mut out = [0.0f32; 4];
-    // SAFETY: `out` has room for the four floats stored.
-    unsafe { _mm_storeu_ps(out.as_mut_ptr(), lanes) };
-    out
+    _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), q))
 }
 
 /// `(1 << len) - 1`: the lanes below `len` (`len <= 32`).
@@ -634,10 +650,11 @@ mod tests {
             return;
         }
         let rows = rows(16, 4, 5);
-        // SAFETY: AVX-512 was detected; each row holds 16 floats.
+        // SAFETY: AVX-512 was detected; each row holds 16 floats; a register of four floats
+        // is their bits.
         let (four, one) = unsafe {
             let v: [__m512; 4] = std::array::from_fn(|k| _mm512_loadu_ps(rows[k].as_ptr()));
-            (sums_of_four(v), v.map(|v| _mm512_reduce_add_ps(v)))
+            (std::mem::transmute::<__m128, [f32; 4]>(sums_of_four(v)), v.map(|v| _mm512_reduce_add_ps(v)))
         };
         assert_eq!(four, one);
         let exact: Vec<f32> = rows.iter().map(|r| r.iter().map(|&x| f64::from(x)).sum::<f64>() as f32).collect();

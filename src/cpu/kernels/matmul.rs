@@ -298,12 +298,12 @@ impl<'a> Product<'a> {
             }
             let mut out = [0.0f32; MAX_PANEL_ROWS * MAX_WIDE_COLS];
             self.kernel.tile(self.n, &xs[..nr], &acts[..group.len()], &mut out, self.simd);
-            for (c, col) in group.iter().enumerate() {
-                for k in 0..nr {
+            for (k, results) in out.chunks_exact(group.len()).take(nr).enumerate() {
+                for (col, &v) in group.iter().zip(results) {
                     // SAFETY: the destination column holds ne0 = ne01 floats and
                     // rows.start + k < ne01. Each (row, column) of dst belongs to one chunk, so
                     // no other thread writes it.
-                    unsafe { col.dst.add(rows.start as usize + k).write(out[k * group.len() + c]) };
+                    unsafe { col.dst.add(rows.start as usize + k).write(v) };
                 }
             }
         }
