@@ -47,7 +47,7 @@ pub const MAX_WIDE_COLS: usize = 6;
 
 /// Asks for unit `i` of each tile row's counterpart `R` rows further on (units `i..i + units`
 /// of it) to be brought into the second-level cache: the same place in the next tile, when
-/// the rows lie back to back as a matrix's do.
+/// the rows lie evenly apart as a matrix's do (the first two rows' distance).
 ///
 /// A one-column product (generation) reads each weight once and waits on memory. A tile
 /// reads its R rows side by side, R interleaved streams within the same few pages, which the
@@ -61,9 +61,13 @@ pub(crate) fn prefetch_next_tile<T, const R: usize>(x: &[&[T]; R], i: usize, uni
     if R == 1 {
         return;
     }
+    // the rows' own stride, which views leave wider than their length (generation's keys:
+    // rows of 64 values 256 apart, four heads side by side)
+    #[cfg(target_arch = "x86_64")]
+    let ahead = R as isize * (x[1].as_ptr() as isize).wrapping_sub(x[0].as_ptr() as isize);
     #[cfg(target_arch = "x86_64")]
     for row in x {
-        let next = row.as_ptr().wrapping_add(R * row.len() + i).cast::<i8>();
+        let next = row.as_ptr().wrapping_add(i).cast::<i8>().wrapping_offset(ahead);
         // one fetch per 64 bytes: steps back to back then leave no line out
         for line in (0..units * size_of::<T>()).step_by(64) {
             // SAFETY: a prefetch has no architectural effect and cannot fault.
