@@ -121,16 +121,16 @@ unsafe fn f16x16(at: *const u8) -> std::arch::x86_64::__m512 {
 }
 
 /// How far ahead of its reads a group product asks for the weights: 8 KiB, two of the 4 KiB
-/// pages at whose edges the hardware prefetcher stops. (F16 2816×1024 by 1, one thread, as
-/// the lead distance went: 2 KiB slower than none, 8 and 12 KiB best, 32 KiB slower again;
+/// pages at whose edges the hardware prefetcher stops. (Tried on F16 2816×1024 by one column,
+/// one thread: 2 KiB ahead was slower than none, 8 and 12 KiB best, 32 KiB slower again;
 /// addresses far past the weights cost page walks.)
 const STREAM_AHEAD: usize = 8 << 10;
 /// The processor's cache line (64 bytes on x86; ggml's `CACHE_LINE_SIZE` pads scratch to 128).
 const LINE: usize = 64;
 
-/// Asks for the cache lines that start in `at..at + len`, [`STREAM_AHEAD`] bytes on: a group
-/// product calls it for the bytes of each step, so every line of the weights is asked for
-/// once, ahead of its use.
+/// Asks for the cache lines [`STREAM_AHEAD`] bytes on from `at..at + len`, one every 64 bytes:
+/// a group product calls it for the bytes of each step, so every line of the weights is asked
+/// for ahead of its use (twice where a step is shorter than a line).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn stream_ahead(at: *const u8, len: usize) {
