@@ -68,25 +68,15 @@ pub(crate) fn prefetch_next_tile<T, const R: usize>(x: &[&[T]; R], i: usize, uni
     if R == 1 {
         return;
     }
-    #[cfg(target_arch = "x86_64")]
-    {
-        // by the rows' own stride, which views leave wider than their length (generation's
-        // keys: rows of 64 values 256 apart, four heads side by side)
-        let tiles = (LEAD / size_of_val(x[0]).max(1)).clamp(1, 8);
-        let ahead = (tiles * R) as isize * (x[1].as_ptr() as isize).wrapping_sub(x[0].as_ptr() as isize);
-        for row in x {
-            let next = row.as_ptr().wrapping_add(i).cast::<i8>().wrapping_offset(ahead);
-            // one fetch per 64 bytes: steps back to back then leave no line out
-            for line in (0..units * size_of::<T>()).step_by(64) {
-                // SAFETY: a prefetch has no architectural effect and cannot fault.
-                unsafe {
-                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(next.wrapping_add(line))
-                };
-            }
-        }
+    // by the rows' own stride, which views leave wider than their length (generation's keys:
+    // rows of 64 values 256 apart, four heads side by side)
+    let tiles = (LEAD / size_of_val(x[0]).max(1)).clamp(1, 8);
+    let ahead = (tiles * R) as isize * (x[1].as_ptr() as isize).wrapping_sub(x[0].as_ptr() as isize);
+    for row in x {
+        let next = row.as_ptr().wrapping_add(i).cast::<u8>().wrapping_offset(ahead);
+        // steps back to back then leave no line out
+        super::simd::prefetch_lines(next, units * size_of::<T>(), super::simd::Cache::L2);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (x, i, units);
 }
 
 /// The tile a format's products take on this processor: its AVX-512 tile, its AVX2 tile, or

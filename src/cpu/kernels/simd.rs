@@ -96,6 +96,37 @@ pub fn f32_to_bf16_row(x: &[f32], y: &mut [Bf16]) {
     dispatch!(f32_to_bf16_row(x, y))
 }
 
+/// The cache a prefetch fills.
+#[derive(Clone, Copy)]
+pub enum Cache {
+    /// The first level (`prefetcht0`): data wanted within a few hundred cycles.
+    L1,
+    /// The second level (`prefetcht1`): data further ahead, kept out of the small first level.
+    L2,
+}
+
+/// Asks for the cache lines of the `len` bytes at `at`, one request every 64 bytes (a span
+/// whose start is not line-aligned may leave its last line to the hardware). Any address will
+/// do: a prefetch has no architectural effect and never faults, so callers may point past
+/// their data (`wrapping_add`). Nothing happens off x86-64.
+#[inline(always)]
+pub fn prefetch_lines(at: *const u8, len: usize, cache: Cache) {
+    #[cfg(target_arch = "x86_64")]
+    for line in (0..len).step_by(64) {
+        use std::arch::x86_64::{_MM_HINT_T0, _MM_HINT_T1, _mm_prefetch};
+        let p = at.wrapping_add(line).cast::<i8>();
+        // SAFETY: a prefetch reads nothing architecturally and cannot fault, whatever the address.
+        unsafe {
+            match cache {
+                Cache::L1 => _mm_prefetch::<_MM_HINT_T0>(p),
+                Cache::L2 => _mm_prefetch::<_MM_HINT_T1>(p),
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (at, len, cache);
+}
+
 /// The reference loops.
 pub mod scalar {
     use crate::quants::half::{Bf16, bf16_to_fp32, fp16_to_fp32, fp32_to_bf16, fp32_to_fp16};

@@ -233,7 +233,8 @@ impl Attention<'_> {
                 // the key's value row is read after the block's dot products: ask for it now,
                 // so that its load overlaps them (a decoding step reads each row once, from
                 // beyond the second-level cache)
-                prefetch(Attention::kv_row(self.v, ic, v_head));
+                let row = Attention::kv_row(self.v, ic, v_head);
+                simd::prefetch_lines(row.as_ptr(), row.len(), simd::Cache::L1);
                 if let Some(tails) = &tails {
                     self.half.dot_rows(view(key, dk), &half_queries, tails, &mut dots[j]);
                 } else {
@@ -372,17 +373,4 @@ impl Attention<'_> {
             self.write(head, acc);
         }
     }
-}
-
-/// Asks for the cache lines of `row` ahead of their use. (A prefetch has no architectural
-/// effect.)
-#[inline]
-fn prefetch(row: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..row.len()).step_by(64) {
-        // SAFETY: a prefetch cannot fault, and the address lies in the row.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(row.as_ptr().add(line).cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = row;
 }

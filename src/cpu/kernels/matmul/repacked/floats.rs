@@ -13,6 +13,7 @@ use std::marker::PhantomData;
 
 use super::{ActRow, Column, Scheme, parts_of};
 use crate::core::types::Type;
+use crate::cpu::kernels::simd::{Cache, prefetch_lines};
 use crate::cpu::repack::layout::GROUP_ROWS;
 use crate::quants::half::{Bf16 as Bf16Bits, bf16_to_fp32, fp16_to_fp32, fp32_to_bf16, fp32_to_fp16};
 
@@ -38,7 +39,7 @@ pub(super) trait Float {
     const ACT_SIZE: usize = 4;
 
     /// Whether a product of two columns or more asks for the weights ahead of its reads
-    /// ([`super::stream_ahead`]): F16, whose widening keeps the core too busy to reach the
+    /// ([`super::STREAM_AHEAD`]): F16, whose widening keeps the core too busy to reach the
     /// next lines by itself (4096×4096 by 2 to 16 columns: 13% to 37% faster). F32 and BF16
     /// stream at the memory's speed without, and lost 7% with; one column lost 2% at two
     /// threads and gained nothing at one.
@@ -279,7 +280,8 @@ unsafe fn group_sums<T: Float, const C: usize, const CHAINS: usize>(
     // registers)
     for step in (0..nb * QK / per_chunk).step_by(CHAINS) {
         if T::STREAM_AHEAD && C > 1 {
-            super::stream_ahead(group.wrapping_add(chunk * step), chunk * CHAINS);
+            // this step's bytes, STREAM_AHEAD on (twice a line where a step is shorter)
+            prefetch_lines(group.wrapping_add(chunk * step + super::STREAM_AHEAD), chunk * CHAINS, Cache::L1);
         }
         for ch in 0..CHAINS {
             let k = step + ch;

@@ -125,22 +125,6 @@ unsafe fn f16x16(at: *const u8) -> std::arch::x86_64::__m512 {
 /// one thread: 2 KiB ahead was slower than none, 8 and 12 KiB best, 32 KiB slower again;
 /// addresses far past the weights cost page walks.)
 const STREAM_AHEAD: usize = 8 << 10;
-/// The processor's cache line (64 bytes on x86; ggml's `CACHE_LINE_SIZE` pads scratch to 128).
-const LINE: usize = 64;
-
-/// Asks for the cache lines [`STREAM_AHEAD`] bytes on from `at..at + len`, one every 64 bytes:
-/// a group product calls it for the bytes of each step, so every line of the weights is asked
-/// for ahead of its use (twice where a step is shorter than a line).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn stream_ahead(at: *const u8, len: usize) {
-    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-    for line in (0..len).step_by(LINE) {
-        // SAFETY: a prefetch has no architectural effect and cannot fault, whatever the
-        // address (wrapping arithmetic: it may lie past the weights).
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(line + STREAM_AHEAD).cast()) };
-    }
-}
 
 /// Byte `k` (0..4) of each 32-bit lane.
 #[cfg(target_arch = "x86_64")]

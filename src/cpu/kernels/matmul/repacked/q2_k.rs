@@ -282,9 +282,10 @@ unsafe fn group_sums<F: Crumbs, const C: usize>(group: *const u8, nb: usize, act
                     .map(|r| _mm512_and_si512(_mm512_loadu_si512(base.add(S::<F>::SCALES + 64 * r).cast()), high));
                 let mut min_total = [_mm512_setzero_si512(); C];
                 for c in 0..C {
-                    let bsums = _mm512_loadu_si512(acts[c].sums.add(b * 16).cast());
-                    let parts = [_mm512_srai_epi32::<7>(bsums), _mm512_and_si512(bsums, _mm512_set1_epi32(127))]
-                        .map(|part| _mm512_castsi128_si512(_mm512_cvtepi32_epi8(part)));
+                    let level_sums = _mm512_loadu_si512(acts[c].sums.add(b * 16).cast());
+                    let parts =
+                        [_mm512_srai_epi32::<7>(level_sums), _mm512_and_si512(level_sums, _mm512_set1_epi32(127))]
+                            .map(|part| _mm512_castsi128_si512(_mm512_cvtepi32_epi8(part)));
                     let [hi, lo] = parts.map(|bytes| {
                         mins.iter().enumerate().fold(_mm512_setzero_si512(), |sum, (r, &m)| {
                             // sub-blocks 4r..4r + 4's bytes, in every lane
