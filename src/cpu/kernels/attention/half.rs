@@ -111,6 +111,19 @@ impl Half {
         dot_tail(start, &x[split..], &y[split..])
     }
 
+    /// [`Half::dot_blocks`] of the key `x` with each of `queries` (as long or longer) into
+    /// `sums`.
+    fn dot_blocks_rows(self, x: &[u16], queries: &[&[u16]], sums: &mut [f64]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.simd && self.math == HalfMath::Wide && !x.is_empty() {
+            // SAFETY: AVX-512F (`Half::new`); the key is whole blocks, no row shorter.
+            return unsafe { wide::dot_rows(x, queries, sums) };
+        }
+        for (s, q) in sums.iter_mut().zip(queries) {
+            *s = self.dot_blocks(x, &q[..x.len()]);
+        }
+    }
+
     /// The SIMD blocks of a dot product, reduced as ggml reduces them (0 for no blocks).
     fn dot_blocks(self, x: &[u16], y: &[u16]) -> f64 {
         if x.is_empty() {
@@ -147,10 +160,8 @@ impl Half {
             "vec_dot_f16: bad row group"
         );
         let mut sums = [0.0f64; GROUP];
-        for (s, q) in sums.iter_mut().zip(queries) {
-            crate::ggml_assert!(q.len() == n, "vec_dot_f16: rows of different lengths");
-            *s = self.dot_blocks(&key[..split], &q[..split]);
-        }
+        crate::ggml_assert!(queries.iter().all(|q| q.len() == n), "vec_dot_f16: rows of different lengths");
+        self.dot_blocks_rows(&key[..split], queries, &mut sums);
         #[cfg(target_arch = "x86_64")]
         if self.simd {
             if split < n {
@@ -208,6 +219,24 @@ impl Half {
         }
         model::mad_fp16(head, x_head, fp32_to_fp16(v));
         model::mad_lanes(tail, x_tail, v);
+    }
+
+    /// [`Half::mad`] of the value row `x` into each of `rows`, given as (accumulator, factor):
+    /// accumulator `a` is the `n` halves at `ys[a * stride..]`.
+    pub(super) fn mad_rows(self, ys: &mut [u16], stride: usize, n: usize, x: &[u16], rows: &[(usize, f32)]) {
+        crate::ggml_assert!(
+            x.len() >= n && rows.iter().all(|&(a, _)| a * stride + n <= ys.len()),
+            "vec_mad_f16: accumulator or source row out of range"
+        );
+        #[cfg(target_arch = "x86_64")]
+        if self.simd && self.math == HalfMath::Wide {
+            // SAFETY: AVX-512F (`Half::new`); every accumulator and the row hold n values
+            // (asserted).
+            return unsafe { wide::mad_rows(ys.as_mut_ptr(), stride, n, x, rows) };
+        }
+        for &(a, v) in rows {
+            self.mad(&mut ys[a * stride..][..n], x, v);
+        }
     }
 
     /// `y[i] *= v`, `y` a binary16 accumulator.
@@ -542,6 +571,56 @@ mod wide {
                 *a = _mm512_fmadd_ps(xv, yv, *a);
             }
         }
+        reduce(acc)
+    }
+
+    /// [`dot_blocks`] of the key `x` with each of the `R` rows `ys`: each block of the key is
+    /// widened once for all of them, and each row's sums are those of [`dot_blocks`].
+    ///
+    /// # Safety
+    /// As for [`dot_blocks`]; each of `ys` is at least as long as `x`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    pub(super) unsafe fn dot_blocks_rows<const R: usize>(x: &[u16], ys: [&[u16]; R]) -> [f64; R] {
+        let mut acc = [[_mm512_setzero_ps(); 4]; R];
+        for i in (0..x.len() - x.len() % WIDE_BLOCK).step_by(WIDE_BLOCK) {
+            for j in 0..4 {
+                let at = i + WIDE_LANES * j;
+                // SAFETY: at + 16 <= the length of the key, and of each row.
+                let xv = unsafe { load(x.as_ptr().add(at)) };
+                for (a, y) in acc.iter_mut().zip(ys) {
+                    // SAFETY: as above.
+                    a[j] = _mm512_fmadd_ps(xv, unsafe { load(y.as_ptr().add(at)) }, a[j]);
+                }
+            }
+        }
+        acc.map(|a| reduce(a))
+    }
+
+    /// [`dot_blocks_rows`] of the key `x` with each of `ys` into `sums`, four rows at a time:
+    /// their 16 accumulators and the key's block fit the registers.
+    ///
+    /// # Safety
+    /// As for [`dot_blocks_rows`].
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    pub(super) unsafe fn dot_rows(x: &[u16], ys: &[&[u16]], sums: &mut [f64]) {
+        for (s, y) in sums.chunks_mut(4).zip(ys.chunks(4)) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                match *y {
+                    [a] => s[..1].copy_from_slice(&dot_blocks_rows(x, [a])),
+                    [a, b] => s[..2].copy_from_slice(&dot_blocks_rows(x, [a, b])),
+                    [a, b, c] => s[..3].copy_from_slice(&dot_blocks_rows(x, [a, b, c])),
+                    [a, b, c, d] => s[..4].copy_from_slice(&dot_blocks_rows(x, [a, b, c, d])),
+                    _ => unreachable!("chunks of one to four rows"),
+                }
+            }
+        }
+    }
+
+    /// The four accumulators of a dot product, added up as ggml does.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    fn reduce(acc: [__m512; 4]) -> f64 {
         let v = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
         f64::from(_mm512_reduce_add_ps(v))
     }
@@ -561,7 +640,39 @@ mod wide {
             unsafe { store(py.add(i), _mm512_fmadd_ps(load(px.add(i)), vv, load(py.add(i)))) };
             i += WIDE_LANES;
         }
-        super::model::mad_lanes(&mut y[i..], &x[i..n], v);
+        if i < n {
+            super::model::mad_lanes(&mut y[i..], &x[i..n], v);
+        }
+    }
+
+    /// [`mad`] of `x` into each of `rows` (accumulator `a` at `ys + a * stride`, and its
+    /// factor), each 16 values of `x` widened once for all of them.
+    ///
+    /// # Safety
+    /// As for [`dot_blocks`]; `x` holds `n` values and each accumulator `n` halves, which
+    /// nothing else borrows.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    pub(super) unsafe fn mad_rows(ys: *mut u16, stride: usize, n: usize, x: &[u16], rows: &[(usize, f32)]) {
+        let mut i = 0;
+        while i + WIDE_LANES <= n {
+            // SAFETY: i + 16 <= n, inside the row and each accumulator.
+            let xv = unsafe { load(x.as_ptr().add(i)) };
+            for &(a, v) in rows {
+                // SAFETY: as above.
+                unsafe {
+                    let py = ys.add(a * stride + i);
+                    store(py, _mm512_fmadd_ps(xv, _mm512_set1_ps(v), load(py)));
+                }
+            }
+            i += WIDE_LANES;
+        }
+        if i < n {
+            for &(a, v) in rows {
+                // SAFETY: the accumulator's last n - i halves, borrowed by nothing else.
+                let y = unsafe { std::slice::from_raw_parts_mut(ys.add(a * stride + i), n - i) };
+                super::model::mad_lanes(y, &x[i..n], v);
+            }
+        }
     }
 
     /// [`super::model::scale_lanes`], 16 values at a time.
@@ -795,6 +906,15 @@ mod tests {
                         model.scale(&mut b, v);
                         assert_eq!(a, b, "{math:?} scale n {n} v {v}");
                     }
+                    // accumulators 0 and 2 of three, a row apart, each with its own factor
+                    let stride = n + 8;
+                    let rows = [(2, 0.7310586f32), (0, 3.3e-5)];
+                    let (mut a, mut b) = (halves(3 * stride, 60 + seed, 50.0), halves(3 * stride, 60 + seed, 50.0));
+                    simd.mad_rows(&mut a, stride, n, &x, &rows);
+                    for &(r, v) in &rows {
+                        model.mad(&mut b[r * stride..][..n], &x, v);
+                    }
+                    assert_eq!(a, b, "{math:?} mad_rows n {n}");
                 }
             }
         }

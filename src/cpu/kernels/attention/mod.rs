@@ -210,6 +210,9 @@ struct Attention<'a> {
     dk: usize,
     dv: usize,
     n_kv: usize,
+    /// Bytes of a row of K and of V.
+    k_row: usize,
+    v_row: usize,
 }
 
 impl Attention<'_> {
@@ -225,10 +228,20 @@ impl Attention<'_> {
         (iq2 / (self.q.ne[2] / t.ne[2]) as usize, iq3 / (self.q.ne[3] / t.ne[3]) as usize)
     }
 
-    /// Row `i1` of head `(i2, i3)` of K or V, as bytes.
-    fn kv_row(t: &Tensor, i1: usize, (i2, i3): (usize, usize)) -> &[u8] {
-        let len = t.type_.row_size(t.ne[0]);
-        // SAFETY: callers pass a key below n_kv and a head from `kv_head`, inside the tensor;
+    /// Row `i1` of head `(i2, i3)` of K, as bytes.
+    fn key_row(&self, i1: usize, head: (usize, usize)) -> &[u8] {
+        Self::kv_row(self.k, self.k_row, i1, head)
+    }
+
+    /// Row `i1` of head `(i2, i3)` of V, as bytes.
+    fn value_row(&self, i1: usize, head: (usize, usize)) -> &[u8] {
+        Self::kv_row(self.v, self.v_row, i1, head)
+    }
+
+    /// Row `i1` of head `(i2, i3)` of K or V, rows of `len` bytes.
+    fn kv_row(t: &Tensor, len: usize, i1: usize, (i2, i3): (usize, usize)) -> &[u8] {
+        crate::ggml_assert!(i1 < t.ne[1] as usize, "flash_attn_ext: key {} of {}", i1, t.ne[1]);
+        // SAFETY: a key below ne[1] (asserted) and a head from `kv_head`, inside the tensor;
         // a row holds `len` contiguous bytes (asserted at the start).
         unsafe { std::slice::from_raw_parts(row_ptr(t, i1 as i64, i2 as i64, i3 as i64), len) }
     }
@@ -357,6 +370,8 @@ pub fn flash_attn_ext(params: &ComputeParams, dst: TensorPtr) {
         dk: dk as usize,
         dv: dv as usize,
         n_kv: n_kv as usize,
+        k_row: k.type_.row_size(k.ne[0]),
+        v_row: v.type_.row_size(v.ne[0]),
     };
     let (dk, dv, n_kv) = (attention.dk, attention.dv, attention.n_kv);
     let rows = (q.ne[1] * q.ne[2] * q.ne[3]) as usize;
@@ -380,7 +395,16 @@ pub fn flash_attn_ext(params: &ComputeParams, dst: TensorPtr) {
     if nth == 1 || n_chunks < nth {
         n_chunks = nth;
     }
-    let per_chunk = rows.div_ceil(n_chunks);
+    let mut per_chunk = rows.div_ceil(n_chunks);
+    // whole groups of rows that share key and value heads, where that still leaves each thread
+    // a chunk: a group reads each key and value row once for all its rows (decoding's 16 heads
+    // on 2 threads: 4 chunks of 4 query heads of one K/V head, not 8 of 2)
+    let group = (q.ne[1] * (q.ne[2] / k.ne[2])) as usize;
+    let grouped = per_chunk.next_multiple_of(group.clamp(1, half::GROUP));
+    if rows.div_ceil(grouped) >= nth {
+        per_chunk = grouped;
+        n_chunks = rows.div_ceil(per_chunk);
+    }
     let mut chunk = params.ith;
     while chunk < n_chunks {
         let first = (per_chunk * chunk).min(rows);

@@ -103,12 +103,16 @@ impl<'a> GroupScratch<'a> {
     }
 }
 
-/// Row `r`'s binary16 accumulator, in the second row of floats (which F16 values need for
-/// nothing else).
+/// The rows' binary16 accumulators, in the second rows of floats (which F16 values need for
+/// nothing else): row `r`'s at `r * 2 * dv` halves.
+fn halves(aux: &mut [f32]) -> &mut [u16] {
+    // SAFETY: n floats are room for 2n halves, suitably aligned; exclusively borrowed.
+    unsafe { std::slice::from_raw_parts_mut(aux.as_mut_ptr().cast::<u16>(), 2 * aux.len()) }
+}
+
+/// Row `r`'s binary16 accumulator ([`halves`]).
 fn acc16(aux: &mut [f32], dv: usize, r: usize) -> &mut [u16] {
-    let floats = &mut aux[r * dv..][..dv];
-    // SAFETY: dv floats are room for dv halves, suitably aligned; exclusively borrowed.
-    unsafe { std::slice::from_raw_parts_mut(floats.as_mut_ptr().cast::<u16>(), dv) }
+    &mut halves(aux)[r * 2 * dv..][..dv]
 }
 
 /// A query row's online softmax after some keys: the largest score and the sum of the
@@ -229,11 +233,11 @@ impl Attention<'_> {
                 if !any {
                     continue;
                 }
-                let key = Attention::kv_row(self.k, ic, k_head);
+                let key = self.key_row(ic, k_head);
                 // the key's value row is read after the block's dot products: ask for it now,
                 // so that its load overlaps them (a decoding step reads each row once, from
                 // beyond the second-level cache)
-                let row = Attention::kv_row(self.v, ic, v_head);
+                let row = self.value_row(ic, v_head);
                 simd::prefetch_lines(row.as_ptr(), row.len(), simd::Cache::L1);
                 if let Some(tails) = &tails {
                     self.half.dot_rows(view(key, dk), &half_queries, tails, &mut dots[j]);
@@ -244,11 +248,15 @@ impl Attention<'_> {
                 }
             }
             for (j, ic) in block_keys.enumerate().filter(|&(j, _)| seen[j]) {
-                let value = Attention::kv_row(self.v, ic, v_head);
+                let value = self.value_row(ic, v_head);
                 if let ValueRows::Dequantize(to_float) = self.values {
                     // SAFETY: the row holds dv values of V's type and `aux` room for dv floats.
                     unsafe { to_float(value.as_ptr().cast(), aux.as_mut_ptr(), dv as i64) };
                 }
+                // each row's weight of the key (its accumulator rescaled first where the key
+                // raises its maximum), then the value row is added to them all
+                let mut weights = [(0, 0.0f32); GROUP];
+                let mut weighted = 0;
                 for i in (0..n).filter(|&i| masked[j][i] != f32::NEG_INFINITY) {
                     let score = self.finish_score(dots[j][i], masked[j][i]);
                     let (grow, weight) = if score > max[i] {
@@ -263,12 +271,23 @@ impl Attention<'_> {
                     } else {
                         (1.0, (score - max[i]).exp())
                     };
-                    match self.values {
-                        ValueRows::F16 => self.half.mad(acc16(aux, dv, i), view(value, dv), weight),
-                        ValueRows::F32 => mad_f32(&mut acc[i * dv..][..dv], view(value, dv), weight, self.simd),
-                        ValueRows::Dequantize(_) => mad_f32(&mut acc[i * dv..][..dv], &aux[..dv], weight, self.simd),
-                    }
                     sum[i] = grow.mul_add(sum[i], weight);
+                    weights[weighted] = (i, weight);
+                    weighted += 1;
+                }
+                let weights = &weights[..weighted];
+                match self.values {
+                    ValueRows::F16 => self.half.mad_rows(halves(aux), 2 * dv, dv, view(value, dv), weights),
+                    ValueRows::F32 => {
+                        for &(i, weight) in weights {
+                            mad_f32(&mut acc[i * dv..][..dv], view(value, dv), weight, self.simd);
+                        }
+                    }
+                    ValueRows::Dequantize(_) => {
+                        for &(i, weight) in weights {
+                            mad_f32(&mut acc[i * dv..][..dv], &aux[..dv], weight, self.simd);
+                        }
+                    }
                 }
             }
         }

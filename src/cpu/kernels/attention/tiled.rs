@@ -97,7 +97,7 @@ impl Attention<'_> {
             // row at a time
             let mut piece = [0.0f32; TILE_KV];
             for j in 0..nk {
-                let key = Attention::kv_row(self.k, start + j, k_head);
+                let key = self.key_row(start + j, k_head);
                 for d0 in (0..dk).step_by(TILE_KV) {
                     let piece = &mut piece[..TILE_KV.min(dk - d0)];
                     widen(self.k.type_, key, d0, piece);
@@ -137,7 +137,7 @@ impl Attention<'_> {
             }
 
             for j in 0..nk {
-                let value = Attention::kv_row(self.v, start + j, v_head);
+                let value = self.value_row(start + j, v_head);
                 widen(self.v.type_, value, 0, &mut t.values[j * dv..][..dv]);
             }
             accumulate(t.scores, t.values, dv, padded, nk, t.acc, self.simd);
