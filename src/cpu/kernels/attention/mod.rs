@@ -229,16 +229,19 @@ impl Attention<'_> {
     }
 
     /// Row `i1` of head `(i2, i3)` of K, as bytes.
+    #[inline]
     fn key_row(&self, i1: usize, head: (usize, usize)) -> &[u8] {
         Self::kv_row(self.k, self.k_row, i1, head)
     }
 
     /// Row `i1` of head `(i2, i3)` of V, as bytes.
+    #[inline]
     fn value_row(&self, i1: usize, head: (usize, usize)) -> &[u8] {
         Self::kv_row(self.v, self.v_row, i1, head)
     }
 
     /// Row `i1` of head `(i2, i3)` of K or V, rows of `len` bytes.
+    #[inline]
     fn kv_row(t: &Tensor, len: usize, i1: usize, (i2, i3): (usize, usize)) -> &[u8] {
         crate::ggml_assert!(i1 < t.ne[1] as usize, "flash_attn_ext: key {} of {}", i1, t.ne[1]);
         // SAFETY: a key below ne[1] (asserted) and a head from `kv_head`, inside the tensor;

@@ -32,7 +32,7 @@ use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::cpu::kernels::dot::{quantize_row_q8_0, quantize_row_q8_1};
 use crate::cpu::kernels::simd;
-use crate::quants::half::{Bf16, fp16_to_fp32};
+use crate::quants::half::Bf16;
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
 /// `out`'s bytes as `n` values of a plain-data type.
@@ -222,11 +222,22 @@ impl Attention<'_> {
         let first_key = keys.start;
         for block in (keys.start..keys.end).step_by(KEY_BLOCK) {
             let block_keys = block..(block + KEY_BLOCK).min(keys.end);
+            // the block's mask values, widened once per mask row (a group's rows mostly share one)
+            let mut mask_values = [[0.0f32; KEY_BLOCK]; GROUP];
+            for i in 0..n {
+                if let Some(m) = masks[i] {
+                    if i > 0 && masks[i - 1].is_some_and(|p| std::ptr::eq(p, m)) {
+                        mask_values[i] = mask_values[i - 1];
+                    } else {
+                        simd::fp16_to_f32_row(&m[block_keys.clone()], &mut mask_values[i]);
+                    }
+                }
+            }
             for (j, ic) in block_keys.clone().enumerate() {
                 let masked = &mut masked[j];
                 let mut any = false;
                 for i in 0..n {
-                    masked[i] = masks[i].map_or(0.0, |m| slopes[i] * fp16_to_fp32(m[ic]));
+                    masked[i] = if masks[i].is_some() { slopes[i] * mask_values[i][j] } else { 0.0 };
                     any |= masked[i] != f32::NEG_INFINITY;
                 }
                 seen[j] = any;
@@ -296,9 +307,7 @@ impl Attention<'_> {
             .map(|i| {
                 let acc = &mut acc[i * dv..][..dv];
                 if half_values {
-                    for (a, &h) in acc.iter_mut().zip(acc16(aux, dv, i).iter()) {
-                        *a = fp16_to_fp32(h);
-                    }
+                    simd::fp16_to_f32_row(acc16(aux, dv, i), acc);
                 }
                 let (mut max, mut sum) = (max[i], sum[i]);
                 if let Some(sink) = self.sinks.filter(|_| first_key == 0).map(|sinks| sinks[at[i].1]) {
