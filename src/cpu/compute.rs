@@ -8,6 +8,7 @@
 //! next node boundary.
 
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Mutex, TryLockError};
 
 use super::plan::Plan;
 use super::pool::{Team, Threadpool};
@@ -172,16 +173,47 @@ impl<K: Kernel> Computation<'_, K> {
 pub unsafe fn compute<K: Kernel>(graph: &Graph, plan: &Plan, kernel: &K) -> Status {
     crate::ggml_assert!(plan.n_threads > 0, "plan with {} threads", plan.n_threads);
     crate::ggml_assert!(plan.work_size == 0 || !plan.work_data.is_null(), "plan without its work buffer");
-    let n_threads = plan.n_threads as usize;
 
     // SAFETY: the caller vouches for the plan's pool.
-    let named = unsafe { plan.pool() };
-    let disposable = match named {
-        Some(_) => None,
-        None => Some(Threadpool::new(&ThreadpoolParams::new(plan.n_threads))),
-    };
-    let Some(pool) = named.or(disposable.as_ref()) else { unreachable!("a pool was named or made") };
+    match unsafe { plan.pool() } {
+        Some(pool) => compute_on(pool, graph, plan, kernel),
+        None => with_kept_pool(plan.n_threads, |pool| compute_on(pool, graph, plan, kernel)),
+    }
+}
 
+/// The pool of the calls that name none, kept from one call to the next as OpenMP keeps its
+/// threads in ggml's stock build (making one per call cost 50-90 µs with 2 threads), with the
+/// process it was made in.
+static KEPT_POOL: Mutex<Option<(u32, Threadpool)>> = Mutex::new(None);
+
+/// Runs `f` on the kept pool, made anew when it is too small or was made before a `fork` (the
+/// child has none of its workers); on a pool of its own while another thread computes on the
+/// kept one. (A larger pool runs a smaller team; its other workers sleep.)
+fn with_kept_pool<R>(n_threads: i32, f: impl FnOnce(&Threadpool) -> R) -> R {
+    let mut kept = match KEPT_POOL.try_lock() {
+        Ok(kept) => kept,
+        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(TryLockError::WouldBlock) => return f(&Threadpool::new(&ThreadpoolParams::new(n_threads))),
+    };
+    let pid = std::process::id();
+    if kept.as_ref().is_none_or(|(made_in, pool)| *made_in != pid || pool.n_threads() < n_threads as usize) {
+        if let Some((made_in, pool)) = kept.take() {
+            if made_in == pid {
+                drop(pool);
+            } else {
+                // its workers were not forked with the process: nothing to stop or join
+                std::mem::forget(pool);
+            }
+        }
+        *kept = Some((pid, Threadpool::new(&ThreadpoolParams::new(n_threads))));
+    }
+    let Some((_, pool)) = kept.as_ref() else { unreachable!("the kept pool was just made") };
+    f(pool)
+}
+
+/// [`compute`] on `pool`.
+fn compute_on<K: Kernel>(pool: &Threadpool, graph: &Graph, plan: &Plan, kernel: &K) -> Status {
+    let n_threads = plan.n_threads as usize;
     let team = if n_threads > pool.n_threads() {
         crate::log_warn!("cplan requested more threads ({}) than available ({})\n", n_threads, pool.n_threads());
         pool.n_threads()
@@ -322,16 +354,27 @@ mod tests {
     }
 
     #[test]
-    fn without_a_pool_one_is_made() {
-        let mut c = ctx();
-        let g = chain(&mut c, 3);
-        let tally = Tally::new(3);
-        let kernel = |p: &ComputeParams, node: TensorPtr| tally.kernel(p, node);
-        let plan = plan(&g, 3, None, &DefaultOps);
-        assert!(plan.threadpool.is_null());
-        // SAFETY: no pool, no work buffer needed.
-        assert_eq!(unsafe { compute(&g, &plan, &kernel) }, Status::SUCCESS);
-        assert_eq!(tally.sums[0].load(Ordering::Relaxed), 6);
+    fn without_a_pool_the_kept_one_or_a_new_one_runs_it() {
+        // four callers at once, with teams of 1 to 4: one at a time on the kept pool (made
+        // anew when too small), the others on pools of their own
+        std::thread::scope(|s| {
+            for caller in 0..4 {
+                s.spawn(move || {
+                    let mut c = ctx();
+                    let g = chain(&mut c, 3);
+                    let tally = Tally::new(3);
+                    let kernel = |p: &ComputeParams, node: TensorPtr| tally.kernel(p, node);
+                    for round in 0..100 {
+                        let nth = 1 + (caller + round) % 4;
+                        let plan = plan(&g, nth as i32, None, &DefaultOps);
+                        assert!(plan.threadpool.is_null());
+                        // SAFETY: no pool, no work buffer needed.
+                        assert_eq!(unsafe { compute(&g, &plan, &kernel) }, Status::SUCCESS);
+                        tally.check(nth);
+                    }
+                });
+            }
+        });
     }
 
     unsafe extern "C" fn abort_after_two(data: *mut c_void) -> bool {
