@@ -581,8 +581,8 @@ pub unsafe fn graph_compute(graph: &Graph, plan: &Plan) -> Status {
 }
 
 /// `ggml_graph_compute_with_ctx`: plans for `n_threads`, takes the scratch from the context's
-/// memory (a work-buffer object, made even when empty) and computes on a pool made for the
-/// call.
+/// memory (a work-buffer object, made even when empty) and computes on the pool kept for plans
+/// that name none.
 pub fn graph_compute_with_ctx(ctx: &mut Context, graph: &Graph, n_threads: c_int) -> Status {
     let mut plan = graph_plan(graph, n_threads, None);
     plan.work_data = ctx.new_object(ObjectType::WorkBuffer, plan.work_size).as_ptr();

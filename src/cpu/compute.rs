@@ -162,9 +162,9 @@ impl<K: Kernel> Computation<'_, K> {
 }
 
 /// `ggml_graph_compute`: runs `kernel` over the nodes of `graph` as `plan` says, on the plan's
-/// pool or on one made for this call. Nodes that compute nothing (views, reshapes) and nodes
-/// not marked for computing are skipped. Returns SUCCESS, ABORTED when the abort callback
-/// asked to stop, or the first failure a kernel reported.
+/// pool or on the one kept for plans that name none (`KEPT_POOL`). Nodes that compute nothing
+/// (views, reshapes) and nodes not marked for computing are skipped. Returns SUCCESS, ABORTED
+/// when the abort callback asked to stop, or the first failure a kernel reported.
 ///
 /// # Safety
 /// `plan` keeps its contract: `threadpool` null or a live pool not running another graph,
