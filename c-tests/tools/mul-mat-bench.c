@@ -11,8 +11,9 @@
 // into its interleaved layouts. Where the library has no such type the run stops with a
 // message (exit 3), so that no number is reported for a layout that was not used.
 // With MUL_MAT_BENCH_COPIES=C the graph holds C products, each with its own copy of the weights
-// (the same values): C copies larger than the last-level cache make every product stream its
-// weights from memory, as a model's layers do one after the other in generation.
+// (the same values, its rows rotated): C copies larger than the last-level cache make every
+// product stream its weights from memory, as a model's layers do one after the other in
+// generation.
 //
 // Prints the fastest of ITERS computes, in microseconds, on one line. Why the fastest: this
 // runs on shared virtual machines where a neighbour can double a single run; the minimum is the
@@ -157,8 +158,15 @@ int main(int argc, char ** argv) {
         ggml_backend_alloc_ctx_tensors_from_buft(wctx, weight_buffer_type(backend, getenv("MUL_MAT_BENCH_BUFT")));
     void * wdata = malloc(ggml_nbytes(ws[0]));
     make_weights(ws[0], wdata, cache_dir);
+    // each copy holds the rows rotated by its own count: the same values, but no two copies'
+    // pages alike (a virtual machine may read pages it has seen repeated faster than fresh ones)
+    const size_t row = ggml_row_size(type, k), total = ggml_nbytes(ws[0]);
     for (int c = 0; c < copies; ++c) {
-        ggml_backend_tensor_set(ws[c], wdata, 0, ggml_nbytes(ws[c]));
+        const size_t shift = (size_t) ((7 * (int64_t) c) % m) * row;
+        ggml_backend_tensor_set(ws[c], (const char *) wdata + shift, 0, total - shift);
+        if (shift > 0) {
+            ggml_backend_tensor_set(ws[c], wdata, total - shift, shift);
+        }
     }
     free(wdata);
 
