@@ -196,18 +196,15 @@ fn with_kept_pool<R>(n_threads: i32, f: impl FnOnce(&Threadpool) -> R) -> R {
         Err(TryLockError::WouldBlock) => return f(&Threadpool::new(&ThreadpoolParams::new(n_threads))),
     };
     let pid = std::process::id();
-    if kept.as_ref().is_none_or(|(made_in, pool)| *made_in != pid || pool.n_threads() < n_threads as usize) {
-        if let Some((made_in, pool)) = kept.take() {
-            if made_in == pid {
-                drop(pool);
-            } else {
-                // its workers were not forked with the process: nothing to stop or join
-                std::mem::forget(pool);
-            }
-        }
-        *kept = Some((pid, Threadpool::new(&ThreadpoolParams::new(n_threads))));
+    let stale = |(made_in, pool): &mut (u32, Threadpool)| *made_in != pid || pool.n_threads() < n_threads as usize;
+    // a stale pool made here is stopped and joined as it drops; one made before a fork is
+    // forgotten, its workers were not forked with the process
+    if let Some((made_in, pool)) = kept.take_if(stale)
+        && made_in != pid
+    {
+        std::mem::forget(pool);
     }
-    let Some((_, pool)) = kept.as_ref() else { unreachable!("the kept pool was just made") };
+    let (_, pool) = kept.get_or_insert_with(|| (pid, Threadpool::new(&ThreadpoolParams::new(n_threads))));
     f(pool)
 }
 

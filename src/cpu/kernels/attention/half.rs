@@ -562,16 +562,9 @@ mod wide {
     /// the rows are whole blocks of the same length.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
     pub(super) unsafe fn dot_blocks(x: &[u16], y: &[u16]) -> f64 {
-        let mut acc = [_mm512_setzero_ps(); 4];
-        for i in (0..x.len() - x.len() % WIDE_BLOCK).step_by(WIDE_BLOCK) {
-            for (j, a) in acc.iter_mut().enumerate() {
-                let at = i + WIDE_LANES * j;
-                // SAFETY: at + 16 <= the length of both rows.
-                let (xv, yv) = unsafe { (load(x.as_ptr().add(at)), load(y.as_ptr().add(at))) };
-                *a = _mm512_fmadd_ps(xv, yv, *a);
-            }
-        }
-        reduce(acc)
+        // SAFETY: the caller's contract.
+        let [sum] = unsafe { dot_blocks_rows(x, [y]) };
+        sum
     }
 
     /// [`dot_blocks`] of the key `x` with each of the `R` rows `ys`: each block of the key is
