@@ -277,7 +277,8 @@ impl<'a> Product<'a> {
 
     /// The chunk grid ([`chunking`]) of `nr0` result rows by `nr1` columns of this product.
     fn chunks(&self, nr0: i64, nr1: i64, nth: usize) -> (i64, i64, i64, i64) {
-        chunking(nr0, nr1, nth as i64, self.kernel.cols() as i64, self.n as i64)
+        let row_bytes = self.w.type_.row_size(self.n as i64) as i64;
+        chunking(nr0, nr1, nth as i64, self.kernel.cols() as i64, self.n as i64, row_bytes)
     }
 
     /// Writes `w[row] · column` to each column's destination, for `rows` (at most
@@ -347,12 +348,19 @@ impl ColumnIndex {
 /// Row length (values) from which a chunk holds the fewest rows.
 const SHORT_ROW: i64 = 1024;
 
+/// The least weight bytes (times columns) a chunk or task of a product by one column is given,
+/// down to one a thread: each starts a new run through memory, whose first lines the
+/// prefetchers have not yet learned to fetch, and is a claim on the team's counter (see
+/// `repacked::task_groups` for the measurements).
+const MIN_TASK_WORK: i64 = 256 << 10;
+
 /// The chunk grid of a product with `nr0` result rows and `nr1` result columns of `row_len`
 /// values each:
 /// (chunks along rows, chunks along columns, rows per chunk, columns per chunk). Columns per
 /// chunk are rounded up to a multiple of `tile_cols`, the kernel's widest tile, where that
-/// leaves every thread a chunk: a chunk's columns then split into whole tiles.
-fn chunking(nr0: i64, nr1: i64, nth: i64, tile_cols: i64, row_len: i64) -> (i64, i64, i64, i64) {
+/// leaves every thread a chunk: a chunk's columns then split into whole tiles. By one column,
+/// each chunk has [`MIN_TASK_WORK`] of the weights' rows of `row_bytes`, down to one a thread.
+fn chunking(nr0: i64, nr1: i64, nth: i64, tile_cols: i64, row_len: i64, row_bytes: i64) -> (i64, i64, i64, i64) {
     // Rows shorter than SHORT_ROW come more to a chunk, so that what a chunk costs besides its
     // products (its column runs, a dispatch per block of rows, taking it from the team) stays
     // small beside them: generation's attention multiplies rows of 64 or 128 values, where
@@ -363,6 +371,10 @@ fn chunking(nr0: i64, nr1: i64, nth: i64, tile_cols: i64, row_len: i64) -> (i64,
     if nchunk0 * nchunk1 < nth * 4 {
         // Too few chunks to balance: one per thread, along the longer side.
         (nchunk0, nchunk1) = if nr0 > nr1 { (nth, 1) } else { (1, nth) };
+    }
+    if nr1 == 1 {
+        let min_rows = ceil_div(MIN_TASK_WORK, row_bytes.max(1));
+        nchunk0 = nchunk0.min(nth * (nr0 / (min_rows * nth)).max(1));
     }
     let mut dr1 = ceil_div(nr1, nchunk1);
     let whole_tiles = ceil_div(dr1, tile_cols) * tile_cols;
@@ -1229,19 +1241,23 @@ pub(super) mod tests {
         for (nr0, nr1, nth, tile) in
             [(4096, 512, 2, 6), (1024, 77, 4, 4), (64, 6, 2, 6), (5, 1, 8, 6), (3000, 13, 2, 2), (4, 6, 2, 6)]
         {
-            let (nc0, nc1, dr0, dr1) = chunking(nr0, nr1, nth, tile, 4096);
+            let (nc0, nc1, dr0, dr1) = chunking(nr0, nr1, nth, tile, 4096, 4096);
             assert!(nc0 * dr0 >= nr0 && nc1 * dr1 >= nr1, "{nr0}x{nr1}: the chunks cover the result");
             assert!((nc1 - 1) * dr1 < nr1, "{nr0}x{nr1}: no empty column chunk");
             assert!(nc0 * nc1 >= nth.min(nr0 * nr1), "{nr0}x{nr1}: a chunk for every thread");
         }
         // a prompt's columns go in whole 6-column tiles
-        assert_eq!(chunking(4096, 512, 2, 6, 4096).3 % 6, 0);
+        assert_eq!(chunking(4096, 512, 2, 6, 4096, 4096).3 % 6, 0);
         // six columns on two threads stay split in two chunks rather than one whole tile
-        assert_eq!(chunking(4, 6, 2, 6, 4096), (1, 2, 4, 3));
+        assert_eq!(chunking(4, 6, 2, 6, 4096, 4096), (1, 2, 4, 3));
         // rows of 64 values (attention's) go 256 to a chunk, 16 of 1024 or more
-        assert_eq!(chunking(1024, 4, 1, 6, 64).2, 256);
-        assert_eq!(chunking(1024, 4, 1, 6, 1024).2, 16);
-        assert_eq!(chunking(1024, 4, 1, 6, 4096).2, 16);
+        assert_eq!(chunking(1024, 4, 1, 6, 64, 128).2, 256);
+        assert_eq!(chunking(1024, 4, 1, 6, 1024, 2048).2, 16);
+        assert_eq!(chunking(1024, 4, 1, 6, 4096, 4096).2, 16);
+        // by one column, chunks of 256 KiB of weights at least, down to one a thread: IQ2_XS
+        // 1024×1024 (rows of 296 bytes) in two halves, F16 32000×1024 in chunks of 128 rows
+        assert_eq!(chunking(1024, 1, 2, 6, 1024, 296).0, 2);
+        assert_eq!(chunking(32000, 1, 2, 6, 1024, 2048).2, 128);
     }
 
     #[test]

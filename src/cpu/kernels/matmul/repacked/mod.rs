@@ -39,7 +39,7 @@ mod q2_k;
 mod q4_k;
 mod q6_k;
 
-use super::{ColumnIndex, ComputeParams, Tensor, ceil_div, share_rows, span, use_simd};
+use super::{ColumnIndex, ComputeParams, MIN_TASK_WORK, Tensor, ceil_div, share_rows, span, use_simd};
 use crate::core::types::Type;
 use crate::cpu::plan::CACHE_LINE_SIZE;
 use crate::cpu::repack::layout::{self, GROUP_ROWS, Parts};
@@ -50,8 +50,6 @@ use crate::quants::q8::BlockQ8_0;
 const TASK_COLS: i64 = 64;
 /// The most columns of any scheme's tile.
 const MAX_TILE_COLS: usize = 8;
-/// The least weight bytes times columns a task of one column task is given (see [`task_groups`]).
-const MIN_TASK_WORK: i64 = 256 << 10;
 /// Bytes of a task's activations that stay in the core's second-level cache while its groups
 /// pass (half of a 1 MiB L2, the rest for the weights going through).
 const SPAN_CACHE: usize = 512 << 10;
