@@ -354,6 +354,14 @@ const SHORT_ROW: i64 = 1024;
 /// `repacked::task_groups` for the measurements).
 const MIN_TASK_WORK: i64 = 256 << 10;
 
+/// Into how many tasks at most `units` units of `unit_work` bytes each (weights times columns)
+/// split with [`MIN_TASK_WORK`] or more in each: a multiple of `nth`, `nth` at least; and how
+/// many units make that least work.
+fn most_tasks(units: i64, unit_work: i64, nth: i64) -> (i64, i64) {
+    let min_units = ceil_div(MIN_TASK_WORK, unit_work.max(1));
+    (nth * (units / (min_units * nth)).max(1), min_units)
+}
+
 /// The chunk grid of a product with `nr0` result rows and `nr1` result columns of `row_len`
 /// values each:
 /// (chunks along rows, chunks along columns, rows per chunk, columns per chunk). Columns per
@@ -373,8 +381,7 @@ fn chunking(nr0: i64, nr1: i64, nth: i64, tile_cols: i64, row_len: i64, row_byte
         (nchunk0, nchunk1) = if nr0 > nr1 { (nth, 1) } else { (1, nth) };
     }
     if nr1 == 1 {
-        let min_rows = ceil_div(MIN_TASK_WORK, row_bytes.max(1));
-        nchunk0 = nchunk0.min(nth * (nr0 / (min_rows * nth)).max(1));
+        nchunk0 = nchunk0.min(most_tasks(nr0, row_bytes, nth).0);
     }
     let mut dr1 = ceil_div(nr1, nchunk1);
     let whole_tiles = ceil_div(dr1, tile_cols) * tile_cols;

@@ -39,7 +39,7 @@ mod q2_k;
 mod q4_k;
 mod q6_k;
 
-use super::{ColumnIndex, ComputeParams, MIN_TASK_WORK, Tensor, ceil_div, share_rows, span, use_simd};
+use super::{ColumnIndex, ComputeParams, Tensor, ceil_div, most_tasks, share_rows, span, use_simd};
 use crate::core::types::Type;
 use crate::cpu::plan::CACHE_LINE_SIZE;
 use crate::cpu::repack::layout::{self, GROUP_ROWS, Parts};
@@ -352,9 +352,9 @@ fn run<S: Scheme>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Te
 ///
 /// Several column tasks: enough tasks to balance the team, eight a thread, of at most 16
 /// groups. One column task (generation's products): as many, where each still has
-/// [`MIN_TASK_WORK`]; else fewer, down to one a thread. A task is a new run through memory,
-/// whose first lines the prefetchers have not yet learned to fetch, and a claim on the shared
-/// counter. By one column from memory on two threads (mul-mat-bench, copies past the last-level
+/// [`super::MIN_TASK_WORK`]; else fewer, down to one a thread ([`most_tasks`]). A task is a new
+/// run through memory, whose first lines the prefetchers have not yet learned to fetch, and a
+/// claim on the shared counter. By one column from memory on two threads (mul-mat-bench, copies past the last-level
 /// cache), eight tasks a thread against this split: F16 256×1024 20.2 µs against 14.1 (ggml
 /// 16.7), 1024×1024 55 against 49 (ggml 61); Q4_0 256×1024 7.7 against 4.2 (ggml 8.1),
 /// 1024×1024 19.9 against 16.1 (ggml 36.6).
@@ -362,8 +362,8 @@ fn task_groups(groups: i64, group_bytes: i64, task_cols: i64, col_tasks: i64, nt
     if col_tasks > 1 {
         return (groups * col_tasks / (8 * nth)).clamp(1, 16);
     }
-    let min_groups = ceil_div(MIN_TASK_WORK, group_bytes * task_cols);
-    let per_thread = (groups / (min_groups * nth)).clamp(1, 8);
+    let (most, min_groups) = most_tasks(groups, group_bytes * task_cols, nth);
+    let per_thread = (most / nth).min(8);
     // (rounded down where rounding up would leave a thread without a task)
     let task_groups = ceil_div(groups, per_thread * nth).min((groups / nth).max(1));
     // with work enough for eight tasks a thread, tasks of at most 16 groups (more of them,
