@@ -24,6 +24,9 @@ pub struct Features {
     pub avx512vnni: bool,
     pub avx512bf16: bool,
     pub avx_vnni: bool,
+    /// The vendor is Intel ("GenuineIntel"): some tunings differ by core design, not by
+    /// feature (see `matmul::repacked::floats::stream_ahead`).
+    pub intel: bool,
 }
 
 impl Features {
@@ -88,6 +91,11 @@ fn detect() -> Features {
         avx512vnni: is_x86_feature_detected!("avx512vnni"),
         avx512bf16: is_x86_feature_detected!("avx512bf16"),
         avx_vnni: is_x86_feature_detected!("avxvnni"),
+        intel: {
+            let id = std::arch::x86_64::__cpuid(0);
+            [id.ebx, id.edx, id.ecx]
+                == [u32::from_le_bytes(*b"Genu"), u32::from_le_bytes(*b"ineI"), u32::from_le_bytes(*b"ntel")]
+        },
     }
 }
 

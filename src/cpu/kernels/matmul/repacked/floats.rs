@@ -38,11 +38,8 @@ pub(super) trait Float {
     /// `vdpbf16ps` broadcasts as they are.
     const ACT_SIZE: usize = 4;
 
-    /// Whether a product of two columns or more asks for the weights ahead of its reads
-    /// ([`super::STREAM_AHEAD`]): F16, whose widening keeps the core too busy to reach the
-    /// next lines by itself (4096×4096 by 2 to 16 columns: 13% to 37% faster). F32 and BF16
-    /// stream at the memory's speed without, and lost 7% with; one column lost 2% at two
-    /// threads and gained nothing at one.
+    /// Whether, on processors other than Intel's, a product of two columns or more asks for
+    /// the weights ahead of its reads (see [`stream_ahead`]).
     const STREAM_AHEAD: bool = false;
 
     /// Activation value `i` of a column.
@@ -80,6 +77,25 @@ pub(super) trait Float {
     /// AVX-512 (F, BW); `at` holds a chunk.
     #[cfg(target_arch = "x86_64")]
     unsafe fn widen(at: *const u8) -> (__m512, __m512);
+}
+
+/// Into which cache a product of `cols` columns of `T` weights asks for them
+/// [`super::STREAM_AHEAD`] bytes ahead of its reads, if it does.
+///
+/// An Intel core keeps too few of its reads in flight to stream at its share of the memory's
+/// speed by itself: every float type and column count gained from asking the second-level
+/// cache for the weights ahead (Emerald Rapids, 2816×1024 weights from memory, one thread, ms:
+/// by one column F16 32.8 → 25.0, BF16 32.6 → 24.6, F32 53.6 → 49.1; by four F32 75 → 52,
+/// BF16 48 → 29; ahead into the first-level cache gained less). On Zen 4 only F16 by two
+/// columns or more gained (4096×4096 by 2 to 16 columns: 13% to 37%, into the first-level
+/// cache), whose widening keeps the core too busy to reach the next lines by itself; F32 and
+/// BF16 lost 7% there and one column 2% at two threads.
+fn stream_ahead<T: Float>(cols: usize) -> Option<Cache> {
+    if crate::cpu::kernels::features::features().intel {
+        Some(Cache::L2)
+    } else {
+        (T::STREAM_AHEAD && cols > 1).then_some(Cache::L1)
+    }
 }
 
 /// [`Float::store_row`] one value at a time.
@@ -245,21 +261,23 @@ impl<T: Float> Scheme for Floats<T> {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
     unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]) {
         let bf16 = crate::cpu::kernels::features::features().avx512bf16;
+        let ahead = stream_ahead::<T>(cols.len());
         // One or two columns keep four chains each, more one each: a multiply-add waits four
         // cycles for the one before.
         // SAFETY: the caller's contract.
         run_tile!(cols, |acts| unsafe {
             match (acts.len() <= 2, T::TYPE == Type::BF16 && bf16) {
-                (true, true) => bf16_pair_sums::<_, 4>(group, nb, acts),
-                (false, true) => bf16_pair_sums::<_, 1>(group, nb, acts),
-                (true, false) => group_sums::<T, _, 4>(group, nb, acts),
-                (false, false) => group_sums::<T, _, 1>(group, nb, acts),
+                (true, true) => bf16_pair_sums::<_, 4>(group, nb, acts, ahead),
+                (false, true) => bf16_pair_sums::<_, 1>(group, nb, acts, ahead),
+                (true, false) => group_sums::<T, _, 4>(group, nb, acts, ahead),
+                (false, false) => group_sums::<T, _, 1>(group, nb, acts, ahead),
             }
         }, 1 2 3 4 5 6 7 8);
     }
 }
 
-/// The sixteen rows' products with `C` columns, the activations widened.
+/// The sixteen rows' products with `C` columns, the activations widened; the weights asked
+/// for [`super::STREAM_AHEAD`] bytes ahead into the cache `ahead` names, if any.
 ///
 /// # Safety
 /// AVX-512 (F, BW, VL, DQ); `group` holds `nb` group blocks; each column's activations hold
@@ -273,15 +291,16 @@ unsafe fn group_sums<T: Float, const C: usize, const CHAINS: usize>(
     group: *const u8,
     nb: usize,
     acts: [ActRow; C],
+    ahead: Option<Cache>,
 ) -> [__m512; C] {
     let (per_chunk, chunk) = (Floats::<T>::PER_CHUNK, Floats::<T>::CHUNK);
     let mut acc = [[_mm512_setzero_ps(); CHAINS]; C];
     // (chain `ch` of each step of CHAINS chunks: a constant index, so the chains stay in
     // registers)
     for step in (0..nb * QK / per_chunk).step_by(CHAINS) {
-        if T::STREAM_AHEAD && C > 1 {
+        if let Some(cache) = ahead {
             // this step's bytes, STREAM_AHEAD on (twice a line where a step is shorter)
-            prefetch_lines(group.wrapping_add(chunk * step + super::STREAM_AHEAD), chunk * CHAINS, Cache::L1);
+            prefetch_lines(group.wrapping_add(chunk * step + super::STREAM_AHEAD), chunk * CHAINS, cache);
         }
         for ch in 0..CHAINS {
             let k = step + ch;
@@ -315,9 +334,13 @@ unsafe fn bf16_pair_sums<const C: usize, const CHAINS: usize>(
     group: *const u8,
     nb: usize,
     acts: [ActRow; C],
+    ahead: Option<Cache>,
 ) -> [__m512; C] {
     let mut acc = [[_mm512_setzero_ps(); CHAINS]; C];
     for step in (0..nb * QK / 2).step_by(CHAINS) {
+        if let Some(cache) = ahead {
+            prefetch_lines(group.wrapping_add(64 * step + super::STREAM_AHEAD), 64 * CHAINS, cache);
+        }
         for ch in 0..CHAINS {
             let k = step + ch;
             // SAFETY: as in group_sums; a bfloat16 pair and a register are plain bits.
@@ -362,7 +385,7 @@ mod tests {
         unsafe { Floats::<Bf16>::tile_scalar(group.as_ptr(), nb, &[(act, want.as_mut_ptr())]) };
         // SAFETY: AVX-512 was checked; as above.
         let got: [f32; GROUP_ROWS] =
-            unsafe { std::mem::transmute(group_sums::<Bf16, 1, 4>(group.as_ptr(), nb, [act])[0]) };
+            unsafe { std::mem::transmute(group_sums::<Bf16, 1, 4>(group.as_ptr(), nb, [act], None)[0]) };
         for (g, w) in got.iter().zip(want) {
             assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{g} against {w}");
         }
