@@ -105,23 +105,28 @@ unsafe fn decode_rows(rows: &[*const u8], n: usize, panel: *mut u32) {
     }
 }
 
+/// The tile's columns are consecutive lanes of one interleaved group, read from the first
+/// column's place (see `floats::float_tile`).
+///
 /// # Safety
-/// As for [`Kind::tile`], and the processor has AVX512-BF16.
-// Columns index the accumulators and activation rows together.
-#[allow(clippy::needless_range_loop)]
+/// As for [`Kind::tile`], `acts[c]` is `acts[0]` advanced by `c` pairs, and the processor has
+/// AVX512-BF16.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")]
 unsafe fn pair_tile<const C: usize>(panel: *const u32, n: usize, acts: &[*const u32; C]) -> [__m512; C] {
+    debug_assert!((0..C).all(|c| acts[c] == acts[0].wrapping_add(c)));
     let mut acc = [_mm512_setzero_ps(); C];
-    for p in 0..n / 2 {
+    let (mut w, mut a) = (panel, acts[0]);
+    for _ in 0..n / 2 {
         // SAFETY: pair p < n / 2 of the panel, on a cache line, and pair p of each activation
-        // row (the caller's contract). The vector types differ only in name.
+        // row (the caller's contract), for the p-th pass. The vector types differ only in name.
         unsafe {
-            let w = std::mem::transmute::<__m512i, __m512bh>(_mm512_load_si512(panel.add(p * PANEL_ROWS).cast()));
-            for c in 0..C {
-                let a = _mm512_set1_epi32(*acts[c].add(p * TILE_COLS) as i32);
-                acc[c] = _mm512_dpbf16_ps(acc[c], w, std::mem::transmute::<__m512i, __m512bh>(a));
+            let weights = std::mem::transmute::<__m512i, __m512bh>(_mm512_load_si512(w.cast()));
+            for (c, acc) in acc.iter_mut().enumerate() {
+                let pair = std::mem::transmute::<__m512i, __m512bh>(_mm512_set1_epi32(*a.add(c) as i32));
+                *acc = _mm512_dpbf16_ps(*acc, weights, pair);
             }
+            (w, a) = (w.add(PANEL_ROWS), a.add(TILE_COLS));
         }
     }
     acc

@@ -203,22 +203,28 @@ unsafe fn decode_rows<T: Float>(rows: &[*const u8], n: usize, panel: *mut f32) {
     }
 }
 
+/// The tile's columns are consecutive lanes of one interleaved group (as `Pass::chunk` makes
+/// them), so their values are read from the first column's place: one address register
+/// instead of one a column, and no indexed operands, which Intel cores split into two
+/// micro-operations where an FMA takes one from memory.
+///
 /// # Safety
-/// As for [`Kind::tile`].
-// Columns index the accumulators and activation rows together.
-#[allow(clippy::needless_range_loop)]
+/// As for [`Kind::tile`], and `acts[c]` is `acts[0]` advanced by `c` values.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 unsafe fn float_tile<const C: usize>(panel: *const f32, n: usize, acts: &[*const f32; C]) -> [__m512; C] {
+    debug_assert!((0..C).all(|c| acts[c] == acts[0].wrapping_add(c)));
     let mut acc = [_mm512_setzero_ps(); C];
-    for k in 0..n {
+    let (mut w, mut a) = (panel, acts[0]);
+    for _ in 0..n {
         // SAFETY: position k < n of the panel, on a cache line, and value k of each activation
-        // row (the caller's contract).
+        // row (the caller's contract), for the k-th pass.
         unsafe {
-            let w = _mm512_load_ps(panel.add(k * 16));
-            for c in 0..C {
-                acc[c] = _mm512_fmadd_ps(w, _mm512_set1_ps(*acts[c].add(k * TILE_COLS)), acc[c]);
+            let weights = _mm512_load_ps(w);
+            for (c, acc) in acc.iter_mut().enumerate() {
+                *acc = _mm512_fmadd_ps(weights, _mm512_set1_ps(*a.add(c)), *acc);
             }
+            (w, a) = (w.add(16), a.add(TILE_COLS));
         }
     }
     acc
