@@ -134,6 +134,14 @@ mod tests {
         assert!(!has_avx512() || features().has_avx2_fma());
     }
 
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn the_vendor_is_the_one_linux_reports() {
+        let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
+        let vendor = info.lines().find(|l| l.starts_with("vendor_id")).expect("a vendor_id line");
+        assert_eq!(features().intel, vendor.trim_end().ends_with("GenuineIntel"), "{vendor}");
+    }
+
     #[test]
     fn the_veto_takes_any_value_but_empty_and_zero() {
         assert!(!avx512_vetoed(None));
