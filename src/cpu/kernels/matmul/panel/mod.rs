@@ -40,10 +40,15 @@ const PANEL_ROWS: usize = 16;
 const MIN_COLS: i64 = 8;
 /// Fewer columns than this of repacked float weights are left to the repacked tiles, which
 /// read the groups as they are. The float layouts of CPU_REPACK hold what a panel holds, so a
-/// panel is a copy or a widening of a group; from 128 columns the panels' tiles pay that back
-/// (F16 1024×2816, one thread, by 128: 7.8 ms repacked, 7.6 on panels; by 512: 35.3 and 28.6;
-/// by 64, two threads: 2.0 and 2.2).
-const MIN_GROUP_COLS: i64 = 128;
+/// panel is a copy or a widening of a group, which the panels' tiles pay back from 128 columns
+/// on Zen 4 (F16 1024×2816, one thread, by 128: 7.8 ms repacked, 7.6 on panels; by 512: 35.3
+/// and 28.6; by 64, two threads: 2.0 and 2.2) and from 64 on Intel cores, where the repacked
+/// tiles' broadcasts cost more (Emerald Rapids, 2816×1024 by 64, ms, repacked against panels:
+/// F32 3.8/3.2 at one thread, 2.8/2.0 at two; F16 3.3/3.0, 2.5/1.8; BF16 4.6/2.9, 2.7/1.7;
+/// by 32 they were even).
+fn min_group_cols() -> i64 {
+    if crate::cpu::kernels::features::features().intel { 64 } else { 128 }
+}
 /// A chunk of a panel's columns, when panels alone are too few to share out, has at least
 /// this many columns, to keep the decoding paid back. (At 32, an F32 product of 256 rows of
 /// 1024 by 64 columns split its columns in two and decoded every panel twice: 433 µs at one
@@ -230,7 +235,7 @@ macro_rules! of_kind {
 pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
     fn any<K: Kind>() {}
     let (kind, min_cols) = if is_repacked(src0) {
-        (with_float_kind!(src0, any()), MIN_GROUP_COLS)
+        (with_float_kind!(src0, any()), min_group_cols())
     } else {
         (with_kind!(src0, any()), MIN_COLS)
     };
