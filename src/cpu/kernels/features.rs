@@ -25,7 +25,8 @@ pub struct Features {
     pub avx512bf16: bool,
     pub avx_vnni: bool,
     /// The vendor is Intel ("GenuineIntel"): some tunings differ by core design, not by
-    /// feature (see `matmul::repacked::floats::stream_ahead`).
+    /// feature (how far the float products prefetch, whether BF16 panels keep pairs, from
+    /// how many columns repacked floats take panels; each says what was measured).
     pub intel: bool,
 }
 

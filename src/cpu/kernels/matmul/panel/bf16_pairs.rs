@@ -125,8 +125,9 @@ unsafe fn pair_tile<const C: usize>(panel: *const u32, n: usize, acts: &[*const 
     let mut acc = [_mm512_setzero_ps(); C];
     let (mut w, mut a) = (panel, acts[0]);
     for _ in 0..n / 2 {
-        // SAFETY: pair p < n / 2 of the panel, on a cache line, and pair p of each activation
-        // row (the caller's contract), for the p-th pass. The vector types differ only in name.
+        // SAFETY: on pass p < n / 2, `w` is pair p of the panel, on a cache line, and `a` pair
+        // p of the group's first column (the caller's contract). The vector types differ only
+        // in name.
         unsafe {
             let weights = std::mem::transmute::<__m512i, __m512bh>(_mm512_load_si512(w.cast()));
             for (c, acc) in acc.iter_mut().enumerate() {
@@ -137,61 +138,4 @@ unsafe fn pair_tile<const C: usize>(panel: *const u32, n: usize, acts: &[*const 
         }
     }
     acc
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::floats::Floats;
-    use super::*;
-    use crate::cpu::kernels::features::has_avx512;
-
-    /// A cache line of a panel or of activations (written and read through pointers only).
-    #[derive(Clone, Copy)]
-    #[repr(align(64))]
-    struct Line(#[allow(dead_code)] [u8; 64]);
-
-    /// `K`'s sums of 16 rows of `n` BF16 values against 12 columns, on its own panel and
-    /// activations.
-    fn sums<K: Kind>(rows: &[*const u8], n: usize, columns: &[Vec<f32>]) -> [__m512; TILE_COLS] {
-        let mut panel = vec![Line([0; 64]); K::panel_size(n) / 64];
-        let mut acts = vec![Line([0; 64]); K::activations_size(n, TILE_COLS).div_ceil(64)];
-        let base = acts.as_mut_ptr().cast::<u8>();
-        let at: [*const u8; TILE_COLS] = std::array::from_fn(|c| K::activation(base, n, c, 0).cast_const());
-        // SAFETY: AVX-512 (checked by the caller); 16 rows of n values; a panel of
-        // panel_size(n) and activations of activations_size(n, 12) bytes on cache lines; the
-        // columns are the group's consecutive columns.
-        unsafe {
-            K::decode(rows, n, panel.as_mut_ptr().cast());
-            for (c, x) in columns.iter().enumerate() {
-                K::convert(x, n, 0, K::activation(base, n, c, 0));
-            }
-            K::tile::<TILE_COLS>(panel.as_ptr().cast(), n, &at)
-        }
-    }
-
-    /// The pairs' tile against the widening kind's on the same rows and columns: the same sums
-    /// but for the order of the additions. (Intel processors take the widening kind, so
-    /// this is where the pairs are checked there.)
-    #[test]
-    fn pairs_sum_as_the_widened_values() {
-        if !has_avx512() || !features().avx512bf16 {
-            return;
-        }
-        let n = 96;
-        let value = |i: usize| (((i * 37) % 29) as f32 - 14.0) / 8.0;
-        let weights: Vec<Bf16> = (0..PANEL_ROWS * n).map(|i| crate::quants::half::fp32_to_bf16(value(i))).collect();
-        let rows: Vec<*const u8> = (0..PANEL_ROWS).map(|r| weights[r * n..].as_ptr().cast()).collect();
-        let columns: Vec<Vec<f32>> = (0..TILE_COLS).map(|c| (0..n).map(|i| value(i * 5 + c)).collect()).collect();
-        let (pairs, widened) = (sums::<Bf16Pairs>(&rows, n, &columns), sums::<Floats<Bf16>>(&rows, n, &columns));
-        for (p, w) in pairs.iter().zip(&widened) {
-            let lanes = |v: __m512| {
-                // SAFETY: a vector of 16 plain floats.
-                unsafe { std::mem::transmute::<__m512, [f32; 16]>(v) }
-            };
-            let (p, w) = (lanes(*p), lanes(*w));
-            for (a, b) in p.iter().zip(w) {
-                assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{a} against {b}");
-            }
-        }
-    }
 }

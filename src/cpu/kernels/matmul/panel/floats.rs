@@ -217,8 +217,8 @@ unsafe fn float_tile<const C: usize>(panel: *const f32, n: usize, acts: &[*const
     let mut acc = [_mm512_setzero_ps(); C];
     let (mut w, mut a) = (panel, acts[0]);
     for _ in 0..n {
-        // SAFETY: position k < n of the panel, on a cache line, and value k of each activation
-        // row (the caller's contract), for the k-th pass.
+        // SAFETY: on pass k < n, `w` is position k of the panel, on a cache line, and `a`
+        // value k of the group's first column (the caller's contract).
         unsafe {
             let weights = _mm512_load_ps(w);
             for (c, acc) in acc.iter_mut().enumerate() {

@@ -598,6 +598,48 @@ mod tests {
         }
     }
 
+    /// `K`'s sums of 16 rows of `n` BF16 values against `C` columns (one group), on its own
+    /// panel and activations.
+    fn sums<K: Kind, const C: usize>(rows: &[*const u8], n: usize, columns: &[Vec<f32>; C]) -> [[f32; 16]; C] {
+        let mut panel = vec![Line([0; 64]); K::panel_size(n) / 64];
+        let mut acts = vec![Line([0; 64]); K::activations_size(n, C).div_ceil(64)];
+        let base = acts.as_mut_ptr().cast::<u8>();
+        let at: [*const u8; C] = std::array::from_fn(|c| K::activation(base, n, c, 0).cast_const());
+        // SAFETY: AVX-512 (checked by the caller); 16 rows of n values; a panel of
+        // panel_size(n) and activations of activations_size(n, C) bytes on cache lines; the
+        // columns are the first group's consecutive columns; a vector holds 16 plain floats.
+        unsafe {
+            K::decode(rows, n, panel.as_mut_ptr().cast());
+            for (c, x) in columns.iter().enumerate() {
+                K::convert(x, n, 0, K::activation(base, n, c, 0));
+            }
+            K::tile::<C>(panel.as_ptr().cast(), n, &at).map(|v| std::mem::transmute::<__m512, [f32; 16]>(v))
+        }
+    }
+
+    /// The BF16 pairs' tile against the widening kind's on the same rows and columns: the
+    /// same sums but for the order of the additions. (Intel processors take the widening
+    /// kind, so this is where the pairs are checked there.)
+    #[test]
+    fn bf16_pairs_sum_as_the_widened_values() {
+        use crate::quants::half::{Bf16, fp32_to_bf16};
+        if !has_avx512() || !crate::cpu::kernels::features::features().avx512bf16 {
+            return;
+        }
+        let n = 96;
+        let value = |i: usize| (((i * 37) % 29) as f32 - 14.0) / 8.0;
+        let weights: Vec<Bf16> = (0..PANEL_ROWS * n).map(|i| fp32_to_bf16(value(i))).collect();
+        let rows: Vec<*const u8> = (0..PANEL_ROWS).map(|r| weights[r * n..].as_ptr().cast()).collect();
+        let columns: [Vec<f32>; 12] = std::array::from_fn(|c| (0..n).map(|i| value(i * 5 + c)).collect());
+        let pairs = sums::<bf16_pairs::Bf16Pairs, 12>(&rows, n, &columns);
+        let widened = sums::<floats::Floats<Bf16>, 12>(&rows, n, &columns);
+        for (p, w) in pairs.iter().zip(&widened) {
+            for (a, b) in p.iter().zip(w) {
+                assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{a} against {b}");
+            }
+        }
+    }
+
     #[test]
     fn transpose_moves_word_j_of_row_r_to_word_r_of_row_j() {
         if !has_avx512() {

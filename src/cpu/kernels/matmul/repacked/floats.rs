@@ -98,6 +98,15 @@ fn stream_ahead<T: Float>(cols: usize) -> Option<Cache> {
     }
 }
 
+/// Asks the cache `ahead` names, if any, for the `len` bytes [`super::STREAM_AHEAD`] past `at`
+/// (a step's bytes, twice a line where a step is shorter).
+#[inline]
+fn ask_ahead(ahead: Option<Cache>, at: *const u8, len: usize) {
+    if let Some(cache) = ahead {
+        prefetch_lines(at.wrapping_add(super::STREAM_AHEAD), len, cache);
+    }
+}
+
 /// [`Float::store_row`] one value at a time.
 ///
 /// # Safety
@@ -298,10 +307,7 @@ unsafe fn group_sums<T: Float, const C: usize, const CHAINS: usize>(
     // (chain `ch` of each step of CHAINS chunks: a constant index, so the chains stay in
     // registers)
     for step in (0..nb * QK / per_chunk).step_by(CHAINS) {
-        if let Some(cache) = ahead {
-            // this step's bytes, STREAM_AHEAD on (twice a line where a step is shorter)
-            prefetch_lines(group.wrapping_add(chunk * step + super::STREAM_AHEAD), chunk * CHAINS, cache);
-        }
+        ask_ahead(ahead, group.wrapping_add(chunk * step), chunk * CHAINS);
         for ch in 0..CHAINS {
             let k = step + ch;
             // SAFETY: chunk k of the group's nb blocks (whose chunks are a multiple of CHAINS),
@@ -338,9 +344,7 @@ unsafe fn bf16_pair_sums<const C: usize, const CHAINS: usize>(
 ) -> [__m512; C] {
     let mut acc = [[_mm512_setzero_ps(); CHAINS]; C];
     for step in (0..nb * QK / 2).step_by(CHAINS) {
-        if let Some(cache) = ahead {
-            prefetch_lines(group.wrapping_add(64 * step + super::STREAM_AHEAD), 64 * CHAINS, cache);
-        }
+        ask_ahead(ahead, group.wrapping_add(64 * step), 64 * CHAINS);
         for ch in 0..CHAINS {
             let k = step + ch;
             // SAFETY: as in group_sums; a bfloat16 pair and a register are plain bits.
