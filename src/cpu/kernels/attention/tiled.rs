@@ -72,6 +72,9 @@ impl Attention<'_> {
         t.q[n * dk..padded * dk].fill(0.0);
         t.acc[..padded * dv].fill(0.0);
         let masks: Vec<Option<&[u16]>> = (0..n).map(|i| self.mask_row((iq1 + i, iq2, iq3))).collect();
+        if self.mask.is_none() {
+            t.mask[..n * TILE_KV].fill(0.0);
+        }
         let mut max = [f32::NEG_INFINITY; TILE_Q];
         let mut sum = [0.0f32; TILE_Q];
 
@@ -87,26 +90,15 @@ impl Attention<'_> {
                     if slope != 1.0 {
                         row.iter_mut().for_each(|x| *x *= slope);
                     }
-                    live |= row.iter().any(|&x| x != f32::NEG_INFINITY);
+                    // a fold, not `any`: the compiler vectorizes it
+                    live |= row.iter().fold(false, |live, &x| live | (x != f32::NEG_INFINITY));
                 }
                 if !live {
                     continue;
                 }
             }
 
-            // the key tile, transposed: keys_t[d][j] = k_{start + j}[d], widened a piece of a
-            // row at a time
-            let mut piece = [0.0f32; TILE_KV];
-            for j in 0..nk {
-                let key = self.key_row(start + j, k_head);
-                for d0 in (0..dk).step_by(TILE_KV) {
-                    let piece = &mut piece[..TILE_KV.min(dk - d0)];
-                    widen(self.k.type_, key, d0, piece);
-                    for (d, &x) in piece.iter().enumerate() {
-                        t.keys_t[(d0 + d) * TILE_KV + j] = x;
-                    }
-                }
-            }
+            self.transpose_keys(start, nk, k_head, t.keys_t);
             for d in 0..dk {
                 t.keys_t[d * TILE_KV + nk..d * TILE_KV + nk_padded].fill(0.0);
             }
@@ -118,10 +110,7 @@ impl Attention<'_> {
                     row.fill(0.0);
                     continue;
                 }
-                let mask = &t.mask[i * TILE_KV..][..nk];
-                for (s, &m) in row.iter_mut().zip(mask) {
-                    *s = self.finish_score(*s, if self.mask.is_some() { m } else { 0.0 });
-                }
+                self.finish_scores(row, &t.mask[i * TILE_KV..][..nk]);
                 let tile_max = max_of(row, self.simd);
                 if tile_max == f32::NEG_INFINITY {
                     row.fill(0.0);
@@ -158,6 +147,51 @@ impl Attention<'_> {
             let inv = if sum[i] == 0.0 { 0.0 } else { 1.0 / sum[i] };
             scale_f32(acc, inv);
             self.write(first + i, acc);
+        }
+    }
+}
+
+impl Attention<'_> {
+    /// [`Attention::finish_score`] over a row of a tile's scores and their masked slopes,
+    /// as a loop the compiler vectorizes when there is no soft cap (one score at a time it
+    /// was half of the kernel's own time in a prompt).
+    fn finish_scores(&self, row: &mut [f32], masked: &[f32]) {
+        if self.softcap == 0.0 {
+            let scale = self.scale;
+            row.iter_mut().zip(masked).for_each(|(s, &m)| *s = *s * scale + m);
+        } else {
+            row.iter_mut().zip(masked).for_each(|(s, &m)| *s = self.finish_score(*s, m));
+        }
+    }
+
+    /// The key tile from key `start`, transposed and widened: `keys_t[d][j] = k_{start + j}[d]`
+    /// for `j < nk`. Whole 8-by-8 blocks go through registers (scattering one value at a time
+    /// was most of the kernel's own time in a prompt); the rest a piece of a row at a time.
+    fn transpose_keys(&self, start: usize, nk: usize, head: (usize, usize), keys_t: &mut [f32]) {
+        let dk = self.dk;
+        // keys 0..blocked_keys, values 0..blocked_dims are done in blocks
+        let (mut blocked_keys, mut blocked_dims) = (0, 0);
+        #[cfg(target_arch = "x86_64")]
+        if self.simd && simd::has_avx2() {
+            (blocked_keys, blocked_dims) = (nk - nk % KEYS, dk - dk % KEYS);
+            let f16 = self.k.type_ == Type::F16;
+            for j0 in (0..blocked_keys).step_by(KEYS) {
+                let rows: [&[u8]; KEYS] = std::array::from_fn(|c| self.key_row(start + j0 + c, head));
+                // SAFETY: AVX2 and F16C are present (checked above).
+                unsafe { avx2::transpose_keys(f16, &rows, blocked_dims, j0, keys_t) };
+            }
+        }
+        let mut piece = [0.0f32; TILE_KV];
+        for j in 0..nk {
+            let key = self.key_row(start + j, head);
+            let from = if j < blocked_keys { blocked_dims } else { 0 };
+            for d0 in (from..dk).step_by(TILE_KV) {
+                let piece = &mut piece[..TILE_KV.min(dk - d0)];
+                widen(self.k.type_, key, d0, piece);
+                for (d, &x) in piece.iter().enumerate() {
+                    keys_t[(d0 + d) * TILE_KV + j] = x;
+                }
+            }
         }
     }
 }
@@ -263,6 +297,55 @@ mod avx2 {
         }
     }
 
+    /// [`super::Attention::transpose_keys`] for keys `j0..j0 + 8` (`rows`, F16 or F32) and
+    /// values `0..dims` (a multiple of 8): each 8-by-8 block is loaded a key at a time,
+    /// widened, transposed in registers and stored a value at a time.
+    ///
+    /// # Safety
+    /// The processor supports AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
+    pub(super) unsafe fn transpose_keys(f16: bool, rows: &[&[u8]; KEYS], dims: usize, j0: usize, keys_t: &mut [f32]) {
+        let size = if f16 { 2 } else { 4 };
+        assert!(
+            dims.is_multiple_of(KEYS)
+                && j0 + KEYS <= TILE_KV
+                && (dims == 0 || keys_t.len() >= (dims - 1) * TILE_KV + j0 + KEYS)
+                && rows.iter().all(|r| r.len() >= dims * size),
+            "flash_attn_ext: key block out of bounds"
+        );
+        for d0 in (0..dims).step_by(KEYS) {
+            // SAFETY: d0 + 8 <= dims values of each row (asserted); unaligned loads.
+            let r: [__m256; KEYS] = std::array::from_fn(|c| unsafe {
+                let at = rows[c].as_ptr();
+                if f16 {
+                    _mm256_cvtph_ps(_mm_loadu_si128(at.add(d0 * 2).cast()))
+                } else {
+                    _mm256_loadu_ps(at.add(d0 * 4).cast())
+                }
+            });
+            // pairs, then quads within each 128-bit lane, then the lanes: column c of the
+            // block ends in out[c]
+            let lo = |a, b| _mm256_unpacklo_ps(a, b);
+            let hi = |a, b| _mm256_unpackhi_ps(a, b);
+            let (t0, t1, t2, t3) = (lo(r[0], r[1]), hi(r[0], r[1]), lo(r[2], r[3]), hi(r[2], r[3]));
+            let (t4, t5, t6, t7) = (lo(r[4], r[5]), hi(r[4], r[5]), lo(r[6], r[7]), hi(r[6], r[7]));
+            let even = |a, b| _mm256_shuffle_ps::<0x44>(a, b);
+            let odd = |a, b| _mm256_shuffle_ps::<0xEE>(a, b);
+            let quads = [even(t0, t2), odd(t0, t2), even(t1, t3), odd(t1, t3)];
+            let highs = [even(t4, t6), odd(t4, t6), even(t5, t7), odd(t5, t7)];
+            for c in 0..4 {
+                let (a, b) = (quads[c], highs[c]);
+                // SAFETY: rows d0 + c and d0 + c + 4 < dims of keys_t, columns j0..j0 + 8
+                // <= TILE_KV (asserted).
+                unsafe {
+                    let at = keys_t.as_mut_ptr().add((d0 + c) * TILE_KV + j0);
+                    _mm256_storeu_ps(at, _mm256_permute2f128_ps::<0x20>(a, b));
+                    _mm256_storeu_ps(at.add(4 * TILE_KV), _mm256_permute2f128_ps::<0x31>(a, b));
+                }
+            }
+        }
+    }
+
     /// [`super::accumulate`]: four rows by two vectors of values at a time, skipping keys
     /// that weigh nothing in all four rows.
     ///
@@ -321,6 +404,42 @@ mod avx2 {
 mod tests {
     use super::*;
     use crate::cpu::kernels::testing::Rng;
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn key_blocks_land_transposed() {
+        if !simd::has_avx2() {
+            return;
+        }
+        let mut rng = Rng::new(4);
+        let dims = 24;
+        let keys: Vec<Vec<f32>> = (0..KEYS).map(|_| (0..dims).map(|_| rng.uniform(-2.0, 2.0)).collect()).collect();
+        let j0 = 16;
+        for f16 in [false, true] {
+            let widened = |x: f32| if f16 { half::f16::from_f32(x).to_f32() } else { x };
+            let bytes: Vec<Vec<u8>> = keys
+                .iter()
+                .map(|k| {
+                    k.iter()
+                        .flat_map(|&x| {
+                            if f16 { half::f16::from_f32(x).to_le_bytes().to_vec() } else { x.to_le_bytes().to_vec() }
+                        })
+                        .collect()
+                })
+                .collect();
+            let rows: [&[u8]; KEYS] = std::array::from_fn(|c| &bytes[c][..]);
+            let mut keys_t = vec![f32::NAN; dims * TILE_KV];
+            // SAFETY: AVX2 checked above (F16C comes with it on every x86 processor that has it)
+            unsafe { avx2::transpose_keys(f16, &rows, dims, j0, &mut keys_t) };
+            for d in 0..dims {
+                for c in 0..KEYS {
+                    let want = widened(keys[c][d]);
+                    assert_eq!(keys_t[d * TILE_KV + j0 + c].to_bits(), want.to_bits(), "value {d} of key {c}");
+                }
+                assert!(keys_t[d * TILE_KV..][..j0].iter().all(|x| x.is_nan()), "outside the block");
+            }
+        }
+    }
 
     #[test]
     fn simd_tiles_are_the_scalar_chains_bit_for_bit() {
