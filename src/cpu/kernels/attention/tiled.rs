@@ -14,6 +14,7 @@ use std::ops::Range;
 
 use super::{Attention, TILE_KV, TILE_Q, scale_f32, view};
 use crate::core::types::Type;
+use crate::cpu::kernels::features::has_avx512;
 use crate::cpu::kernels::simd;
 use crate::cpu::kernels::softmax::{exp_row, max_of};
 
@@ -214,6 +215,11 @@ fn scores(q: &[f32], keys_t: &[f32], dk: usize, rows: usize, keys: usize, out: &
         "flash_attn_ext: score tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
+    if simd && has_avx512() {
+        // SAFETY: AVX-512 is present; the bounds are asserted above.
+        return unsafe { avx512::scores(q, keys_t, dk, rows, keys, out) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if simd && simd::has_avx2() {
         // SAFETY: AVX2, FMA and F16C are present; the bounds are asserted above.
         return unsafe { avx2::scores(q, keys_t, dk, rows, keys, out) };
@@ -235,6 +241,11 @@ fn accumulate(p: &[f32], values: &[f32], dv: usize, rows: usize, keys: usize, ac
         "flash_attn_ext: value tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
+    if simd && has_avx512() {
+        // SAFETY: AVX-512 is present; the bounds are asserted above.
+        return unsafe { avx512::accumulate(p, values, dv, rows, keys, acc) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if simd && simd::has_avx2() && dv.is_multiple_of(KEYS) {
         // SAFETY: AVX2, FMA and F16C are present; the bounds are asserted above.
         return unsafe { avx2::accumulate(p, values, dv, rows, keys, acc) };
@@ -252,11 +263,122 @@ fn accumulate(p: &[f32], values: &[f32], dv: usize, rows: usize, keys: usize, ac
     }
 }
 
+/// The keys among the first `keys` that weigh something in one of rows `i..i + ROWS` of `p`
+/// (rows [`TILE_KV`] apart), written to `live`; returns how many.
+fn live_keys(p: &[f32], i: usize, keys: usize, live: &mut [usize; TILE_KV]) -> usize {
+    let mut n = 0;
+    for j in 0..keys {
+        if (0..ROWS).any(|r| p[(i + r) * TILE_KV + j] != 0.0) {
+            live[n] = j;
+            n += 1;
+        }
+    }
+    n
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{ROWS, TILE_KV, live_keys};
+
+    /// Lanes `0..n.min(16)` of a 512-bit register, and the next sixteen.
+    fn lanes(n: usize) -> [__mmask16; 2] {
+        let mask = |n: usize| ((1u32 << n.min(16)) - 1) as __mmask16;
+        [mask(n), mask(n.saturating_sub(16))]
+    }
+
+    /// [`super::scores`]: four rows by two registers of keys at a time, the last keys (a
+    /// multiple of 8) under a mask.
+    ///
+    /// # Safety
+    /// The processor supports AVX-512F; the bounds of [`super::scores`] hold.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn scores(q: &[f32], keys_t: &[f32], dk: usize, rows: usize, keys: usize, out: &mut [f32]) {
+        let (pq, pk, po) = (q.as_ptr(), keys_t.as_ptr(), out.as_mut_ptr());
+        for i in (0..rows).step_by(ROWS) {
+            for j in (0..keys).step_by(32) {
+                let m = lanes(keys - j);
+                let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
+                for d in 0..dk {
+                    // SAFETY: d < dk and the lanes under the masks are keys below keys <=
+                    // TILE_KV: inside keys_t (lanes outside are not read); rows i..i + 4 <=
+                    // rows, inside q.
+                    unsafe {
+                        let at = pk.add(d * TILE_KV + j);
+                        let b0 = _mm512_maskz_loadu_ps(m[0], at);
+                        let b1 = _mm512_maskz_loadu_ps(m[1], at.wrapping_add(16));
+                        for (r, a) in acc.iter_mut().enumerate() {
+                            let x = _mm512_set1_ps(*pq.add((i + r) * dk + d));
+                            a[0] = _mm512_fmadd_ps(x, b0, a[0]);
+                            a[1] = _mm512_fmadd_ps(x, b1, a[1]);
+                        }
+                    }
+                }
+                for (r, a) in acc.iter().enumerate() {
+                    // SAFETY: row i + r < rows; the lanes under the masks are columns below
+                    // keys <= TILE_KV.
+                    unsafe {
+                        let at = po.add((i + r) * TILE_KV + j);
+                        _mm512_mask_storeu_ps(at, m[0], a[0]);
+                        _mm512_mask_storeu_ps(at.wrapping_add(16), m[1], a[1]);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`super::accumulate`]: four rows by two registers of values at a time, the last
+    /// values under a mask, skipping keys that weigh nothing in all four rows.
+    ///
+    /// # Safety
+    /// The processor supports AVX-512F; the bounds of [`super::accumulate`] hold.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn accumulate(p: &[f32], values: &[f32], dv: usize, rows: usize, keys: usize, acc: &mut [f32]) {
+        let (pp, pv, pa) = (p.as_ptr(), values.as_ptr(), acc.as_mut_ptr());
+        for i in (0..rows).step_by(ROWS) {
+            let mut live = [0usize; TILE_KV];
+            let n_live = live_keys(p, i, keys, &mut live);
+            for c in (0..dv).step_by(32) {
+                let m = lanes(dv - c);
+                // SAFETY: rows i..i + 4 <= rows; the lanes under the masks are columns below
+                // dv: inside acc.
+                let mut a: [[__m512; 2]; ROWS] = std::array::from_fn(|r| unsafe {
+                    let at = pa.add((i + r) * dv + c);
+                    [_mm512_maskz_loadu_ps(m[0], at), _mm512_maskz_loadu_ps(m[1], at.wrapping_add(16))]
+                });
+                for &j in &live[..n_live] {
+                    // SAFETY: j < keys: inside p, and values' row j holds dv values, of which
+                    // the masks take columns below dv.
+                    unsafe {
+                        let at = pv.add(j * dv + c);
+                        let b0 = _mm512_maskz_loadu_ps(m[0], at);
+                        let b1 = _mm512_maskz_loadu_ps(m[1], at.wrapping_add(16));
+                        for (r, x) in a.iter_mut().enumerate() {
+                            let w = _mm512_set1_ps(*pp.add((i + r) * TILE_KV + j));
+                            x[0] = _mm512_fmadd_ps(w, b0, x[0]);
+                            x[1] = _mm512_fmadd_ps(w, b1, x[1]);
+                        }
+                    }
+                }
+                for (r, x) in a.iter().enumerate() {
+                    // SAFETY: as for the loads.
+                    unsafe {
+                        let at = pa.add((i + r) * dv + c);
+                        _mm512_mask_storeu_ps(at, m[0], x[0]);
+                        _mm512_mask_storeu_ps(at.wrapping_add(16), m[1], x[1]);
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{KEYS, ROWS, TILE_KV};
+    use super::{KEYS, ROWS, TILE_KV, live_keys};
 
     /// [`super::scores`]: four rows by two vectors of keys at a time.
     ///
@@ -357,13 +479,7 @@ mod avx2 {
         let (pp, pv, pa) = (p.as_ptr(), values.as_ptr(), acc.as_mut_ptr());
         for i in (0..rows).step_by(ROWS) {
             let mut live = [0usize; TILE_KV];
-            let mut n_live = 0;
-            for j in 0..keys {
-                if (0..ROWS).any(|r| p[(i + r) * TILE_KV + j] != 0.0) {
-                    live[n_live] = j;
-                    n_live += 1;
-                }
-            }
+            let n_live = live_keys(p, i, keys, &mut live);
             let mut c = 0;
             while c < dv {
                 let wide = c + 2 * KEYS <= dv;
@@ -451,16 +567,37 @@ mod tests {
         // weights with zeros, as masked keys leave them
         let p: Vec<f32> =
             (0..rows * TILE_KV).map(|i| if i.is_multiple_of(5) { 0.0 } else { rng.uniform(0.0, 1.0) }).collect();
-        for keys in [8, 24, 64] {
-            let (mut a, mut b) = (vec![0.0f32; rows * TILE_KV], vec![0.0f32; rows * TILE_KV]);
-            scores(&q, &keys_t, dk, rows, keys, &mut a, true);
-            scores(&q, &keys_t, dk, rows, keys, &mut b, false);
-            assert_eq!(a, b, "scores of {keys} keys");
+        // the ways this processor has, each called directly (the dispatch takes the widest)
+        type Tile = unsafe fn(&[f32], &[f32], usize, usize, usize, &mut [f32]);
+        #[cfg(target_arch = "x86_64")]
+        let ways: Vec<(&str, Tile, Tile)> = [
+            (has_avx512(), "AVX-512", avx512::scores as Tile, avx512::accumulate as Tile),
+            (simd::has_avx2(), "AVX2", avx2::scores, avx2::accumulate),
+        ]
+        .into_iter()
+        .filter_map(|(has, name, scores, accumulate)| has.then_some((name, scores, accumulate)))
+        .collect();
+        #[cfg(not(target_arch = "x86_64"))]
+        let ways: Vec<(&str, Tile, Tile)> = Vec::new();
+        // 40 keys or values: a full register and a masked half on AVX-512
+        for keys in [8, 24, 40, 64] {
+            let mut want = vec![0.0f32; rows * TILE_KV];
+            scores(&q, &keys_t, dk, rows, keys, &mut want, false);
             let start: Vec<f32> = (0..rows * dv).map(|_| rng.uniform(-1.0, 1.0)).collect();
-            let (mut a, mut b) = (start.clone(), start);
-            accumulate(&p, &values, dv, rows, keys, &mut a, true);
-            accumulate(&p, &values, dv, rows, keys, &mut b, false);
-            assert_eq!(a, b, "values of {keys} keys");
+            let mut want_acc = start.clone();
+            accumulate(&p, &values, dv, rows, keys, &mut want_acc, false);
+            for &(name, scores, accumulate) in &ways {
+                let mut got = vec![0.0f32; rows * TILE_KV];
+                let mut got_acc = start.clone();
+                // SAFETY: each way is kept only when the processor has it; the shapes are
+                // those the scalar chains above took.
+                unsafe {
+                    scores(&q, &keys_t, dk, rows, keys, &mut got);
+                    accumulate(&p, &values, dv, rows, keys, &mut got_acc);
+                }
+                assert_eq!(got, want, "{name} scores of {keys} keys");
+                assert_eq!(got_acc, want_acc, "{name} values of {keys} keys");
+            }
         }
     }
 }
