@@ -150,9 +150,7 @@ impl Attention<'_> {
             self.write(first + i, acc);
         }
     }
-}
 
-impl Attention<'_> {
     /// [`Attention::finish_score`] over a row of a tile's scores and their masked slopes,
     /// as a loop the compiler vectorizes when there is no soft cap (one score at a time it
     /// was half of the kernel's own time in a prompt).
@@ -428,7 +426,7 @@ mod avx2 {
     #[target_feature(enable = "avx2,f16c")]
     pub(super) unsafe fn transpose_keys(f16: bool, rows: &[&[u8]; KEYS], dims: usize, j0: usize, keys_t: &mut [f32]) {
         let size = if f16 { 2 } else { 4 };
-        assert!(
+        crate::ggml_assert!(
             dims.is_multiple_of(KEYS)
                 && j0 + KEYS <= TILE_KV
                 && (dims == 0 || keys_t.len() >= (dims - 1) * TILE_KV + j0 + KEYS)
@@ -445,18 +443,19 @@ mod avx2 {
                     _mm256_loadu_ps(at.add(d0 * 4).cast())
                 }
             });
-            // pairs, then quads within each 128-bit lane, then the lanes: column c of the
-            // block ends in out[c]
+            // pairs, then quads within each 128-bit lane, then the lanes: value d0 + c of
+            // the eight keys ends in one register, stored as row d0 + c of keys_t
             let lo = |a, b| _mm256_unpacklo_ps(a, b);
             let hi = |a, b| _mm256_unpackhi_ps(a, b);
             let (t0, t1, t2, t3) = (lo(r[0], r[1]), hi(r[0], r[1]), lo(r[2], r[3]), hi(r[2], r[3]));
             let (t4, t5, t6, t7) = (lo(r[4], r[5]), hi(r[4], r[5]), lo(r[6], r[7]), hi(r[6], r[7]));
             let even = |a, b| _mm256_shuffle_ps::<0x44>(a, b);
             let odd = |a, b| _mm256_shuffle_ps::<0xEE>(a, b);
-            let quads = [even(t0, t2), odd(t0, t2), even(t1, t3), odd(t1, t3)];
-            let highs = [even(t4, t6), odd(t4, t6), even(t5, t7), odd(t5, t7)];
+            // [c]: value d0 + c (low lane) and d0 + c + 4 (high lane) of keys 0..4, of keys 4..8
+            let first_keys = [even(t0, t2), odd(t0, t2), even(t1, t3), odd(t1, t3)];
+            let last_keys = [even(t4, t6), odd(t4, t6), even(t5, t7), odd(t5, t7)];
             for c in 0..4 {
-                let (a, b) = (quads[c], highs[c]);
+                let (a, b) = (first_keys[c], last_keys[c]);
                 // SAFETY: rows d0 + c and d0 + c + 4 < dims of keys_t, columns j0..j0 + 8
                 // <= TILE_KV (asserted).
                 unsafe {
