@@ -148,34 +148,42 @@ impl Half {
         }
     }
 
-    /// `out[r] = dot(key, queries[r])` for up to [`GROUP`] query rows, bit for bit as
-    /// [`Half::dot`], with the products beyond the blocks summed for all rows at once (the
-    /// rows' `f64` chains interleaved). `tails` holds the queries' last values
-    /// ([`Half::query_tails`]).
-    pub(super) fn dot_rows(self, key: &[u16], queries: &[&[u16]], tails: &QueryTails, out: &mut [f32]) {
-        let n = key.len();
+    /// `out[k][r] = dot(keys[k], queries[r])` for up to [`GROUP`] query rows, bit for bit as
+    /// [`Half::dot`], with the products beyond the blocks summed for all rows and up to
+    /// [`TAIL_KEYS`] keys at once (the rows' and keys' `f64` chains interleaved). `tails`
+    /// holds the queries' last values ([`Half::query_tails`]).
+    pub(super) fn dot_rows(self, keys: &[&[u16]], queries: &[&[u16]], tails: &QueryTails, out: &mut [[f32; GROUP]]) {
+        let Some(n) = keys.first().map(|k| k.len()) else { return };
         let split = self.math.dot_blocks_end(n);
         crate::ggml_assert!(
-            queries.len() <= GROUP && out.len() >= queries.len() && tails.len == n - split,
+            queries.len() <= GROUP && out.len() >= keys.len() && tails.len == n - split,
             "vec_dot_f16: bad row group"
         );
-        let mut sums = [0.0f64; GROUP];
-        crate::ggml_assert!(queries.iter().all(|q| q.len() == n), "vec_dot_f16: rows of different lengths");
-        self.dot_blocks_rows(&key[..split], queries, &mut sums);
-        #[cfg(target_arch = "x86_64")]
-        if self.simd {
-            if split < n {
-                // SAFETY: AVX2, FMA and F16C are present (`Half::new`); the tail is shorter
-                // than a block (`QueryTails`).
-                unsafe { avx2::tail_rows(&mut sums, &key[split..], tails) };
+        crate::ggml_assert!(queries.iter().chain(keys).all(|r| r.len() == n), "vec_dot_f16: rows of different lengths");
+        for (keys, out) in keys.chunks(TAIL_KEYS).zip(out.chunks_mut(TAIL_KEYS)) {
+            let mut sums = [[0.0f64; GROUP]; TAIL_KEYS];
+            for (s, key) in sums.iter_mut().zip(keys) {
+                self.dot_blocks_rows(&key[..split], queries, s);
             }
-            for (o, s) in out.iter_mut().zip(&sums[..queries.len()]) {
-                *o = *s as f32;
+            #[cfg(target_arch = "x86_64")]
+            if self.simd {
+                if split < n {
+                    // SAFETY: AVX2, FMA and F16C are present (`Half::new`); the tails are
+                    // shorter than a block (`QueryTails`), at most TAIL_KEYS keys.
+                    unsafe { avx2::tail_rows(&mut sums, keys, split, tails) };
+                }
+                for (o, s) in out.iter_mut().zip(&sums) {
+                    for (o, s) in o.iter_mut().zip(&s[..queries.len()]) {
+                        *o = *s as f32;
+                    }
+                }
+                continue;
             }
-            return;
-        }
-        for ((o, s), q) in out.iter_mut().zip(sums).zip(queries) {
-            *o = dot_tail(s, &key[split..], &q[split..]);
+            for ((o, s), key) in out.iter_mut().zip(sums).zip(keys) {
+                for ((o, s), q) in o.iter_mut().zip(s).zip(queries) {
+                    *o = dot_tail(s, &key[split..], &q[split..]);
+                }
+            }
         }
     }
 
@@ -265,6 +273,10 @@ impl Half {
 
 /// The most query rows [`Half::dot_rows`] takes at once.
 pub(super) const GROUP: usize = 8;
+/// Keys whose tails [`Half::dot_rows`] sums side by side: a key's chains are as long as its
+/// tail (the whole row of a head of 64 values under AVX512-FP16) and each `f64` addition
+/// waits for the last, so one key at a time ran at the adder's latency, not its rate.
+const TAIL_KEYS: usize = 4;
 
 /// Query values summed one product at a time (fewer than a block per row), as `f32`:
 /// `values[i][r]` is value `i` of the tail of query `r`.
@@ -428,8 +440,9 @@ pub(super) mod model {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{GROUP, LANES, LANES_BLOCK, QueryTails};
+    use super::{FP16_BLOCK, GROUP, LANES, LANES_BLOCK, QueryTails, TAIL_KEYS};
     use crate::cpu::kernels::simd::avx2::load_f16;
+    use crate::cpu::kernels::simd::fp16_to_f32_row;
 
     /// 8 `f32` rounded to binary16 (to nearest even) and stored at `p`.
     ///
@@ -464,28 +477,68 @@ mod avx2 {
         f64::from(_mm_cvtss_f32(_mm_hadd_ps(t, t)))
     }
 
-    /// The tails of [`super::Half::dot_rows`]: `sums[r] += Σ_i key[i]·tails[i][r]` in order
-    /// of `i`, each product exact in `f32` and added in `f64`, the eight rows' chains side by
-    /// side.
+    /// The tails of [`super::Half::dot_rows`]: `sums[k][r] += Σ_i keys[k][from + i]·tails[i][r]`
+    /// in order of `i`, each product exact in `f32` and added in `f64`, the eight rows' chains
+    /// of up to [`TAIL_KEYS`] keys side by side.
     ///
     /// # Safety
     /// The processor supports AVX2, FMA and F16C.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) unsafe fn tail_rows(sums: &mut [f64; GROUP], key: &[u16], tails: &QueryTails) {
-        let n = key.len().min(tails.len);
-        // SAFETY: `sums` holds 8 f64.
-        let (mut lo, mut hi) = unsafe { (_mm256_loadu_pd(sums.as_ptr()), _mm256_loadu_pd(sums.as_ptr().add(4))) };
-        for (&h, q) in key[..n].iter().zip(&tails.values) {
-            let kx = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h))));
-            // SAFETY: a row of the tails holds 8 f32.
-            let p = _mm256_mul_ps(_mm256_set1_ps(kx), unsafe { _mm256_loadu_ps(q.as_ptr()) });
-            lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(p)));
-            hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(p)));
-        }
-        // SAFETY: as for the loads.
+    pub(super) unsafe fn tail_rows(
+        sums: &mut [[f64; GROUP]; TAIL_KEYS],
+        keys: &[&[u16]],
+        from: usize,
+        tails: &QueryTails,
+    ) {
+        // SAFETY (all four): the processor's features are the caller's contract.
         unsafe {
-            _mm256_storeu_pd(sums.as_mut_ptr(), lo);
-            _mm256_storeu_pd(sums.as_mut_ptr().add(4), hi);
+            match keys.len() {
+                4 => tail_rows_of::<4>(sums, keys, from, tails),
+                3 => tail_rows_of::<3>(sums, keys, from, tails),
+                2 => tail_rows_of::<2>(sums, keys, from, tails),
+                _ => tail_rows_of::<1>(sums, keys, from, tails),
+            }
+        }
+    }
+
+    /// [`tail_rows`] for `K` keys (the first `K` of `keys` and `sums`).
+    ///
+    /// # Safety
+    /// The processor supports AVX2, FMA and F16C.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn tail_rows_of<const K: usize>(
+        sums: &mut [[f64; GROUP]; TAIL_KEYS],
+        keys: &[&[u16]],
+        from: usize,
+        tails: &QueryTails,
+    ) {
+        crate::ggml_assert!(K <= keys.len() && K <= TAIL_KEYS, "vec_dot_f16: too many keys");
+        let n = keys.iter().take(K).map(|k| k.len().saturating_sub(from)).fold(tails.len, usize::min);
+        // the keys' tails widened first (exactly, as one value at a time would be)
+        let mut widened = [[0.0f32; FP16_BLOCK]; K];
+        for (w, key) in widened.iter_mut().zip(keys) {
+            fp16_to_f32_row(&key[from..from + n], &mut w[..n]);
+        }
+        // SAFETY: each row of sums holds 8 f64.
+        let mut acc: [[__m256d; 2]; K] = std::array::from_fn(|k| unsafe {
+            [_mm256_loadu_pd(sums[k].as_ptr()), _mm256_loadu_pd(sums[k].as_ptr().add(4))]
+        });
+        for (i, q) in tails.values[..n].iter().enumerate() {
+            // SAFETY: a row of the tails holds 8 f32.
+            let qv = unsafe { _mm256_loadu_ps(q.as_ptr()) };
+            for (a, w) in acc.iter_mut().zip(&widened) {
+                let p = _mm256_mul_ps(_mm256_set1_ps(w[i]), qv);
+                a[0] = _mm256_add_pd(a[0], _mm256_cvtps_pd(_mm256_castps256_ps128(p)));
+                a[1] = _mm256_add_pd(a[1], _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(p)));
+            }
+        }
+        for (s, a) in sums.iter_mut().zip(&acc) {
+            // SAFETY: as for the loads.
+            unsafe {
+                _mm256_storeu_pd(s.as_mut_ptr(), a[0]);
+                _mm256_storeu_pd(s.as_mut_ptr().add(4), a[1]);
+            }
         }
     }
 
@@ -863,9 +916,9 @@ mod tests {
         let q: Vec<&[u16]> = queries.iter().map(|q| q.as_slice()).collect();
         let key = halves(200, 7, 2.0);
         for half in [fp16, lanes] {
-            let mut out = [0.0f32; GROUP];
-            half.dot_rows(&key, &q, &half.query_tails(&q), &mut out);
-            for (o, q) in out.iter().zip(&q) {
+            let mut out = [[0.0f32; GROUP]; 1];
+            half.dot_rows(&[&key], &q, &half.query_tails(&q), &mut out);
+            for (o, q) in out[0].iter().zip(&q) {
                 assert_eq!(o.to_bits(), half.dot(&key, q).to_bits());
             }
         }
@@ -884,11 +937,24 @@ mod tests {
                     assert_eq!(simd.dot(&x, &y).to_bits(), model.dot(&x, &y).to_bits(), "{math:?} dot n {n}");
                     let queries: Vec<Vec<u16>> = (0..GROUP as u64).map(|r| halves(n, 50 + seed + r, 4.0)).collect();
                     let q: Vec<&[u16]> = queries.iter().map(|q| q.as_slice()).collect();
+                    // 7 keys: a side-by-side pass of four, then one of three
+                    let more: Vec<Vec<u16>> = (0..6).map(|k| halves(n, 70 + seed + k, 4.0)).collect();
+                    let keys: Vec<&[u16]> =
+                        std::iter::once(x.as_slice()).chain(more.iter().map(|k| k.as_slice())).collect();
                     for rows in [1, 3, GROUP] {
-                        let (mut a, mut b) = ([0.0f32; GROUP], [0.0f32; GROUP]);
-                        simd.dot_rows(&x, &q[..rows], &simd.query_tails(&q[..rows]), &mut a);
-                        model.dot_rows(&x, &q[..rows], &model.query_tails(&q[..rows]), &mut b);
-                        assert_eq!(a.map(f32::to_bits), b.map(f32::to_bits), "{math:?} dot_rows n {n}");
+                        for n_keys in [1, 2, 7] {
+                            let (mut a, mut b) = ([[0.0f32; GROUP]; 7], [[0.0f32; GROUP]; 7]);
+                            let keys = &keys[..n_keys];
+                            simd.dot_rows(keys, &q[..rows], &simd.query_tails(&q[..rows]), &mut a);
+                            model.dot_rows(keys, &q[..rows], &model.query_tails(&q[..rows]), &mut b);
+                            for k in 0..n_keys {
+                                assert_eq!(a[k].map(f32::to_bits), b[k].map(f32::to_bits), "{math:?} dot_rows n {n}");
+                            }
+                            // and a key in a group is the key alone
+                            let mut alone = [[0.0f32; GROUP]; 1];
+                            simd.dot_rows(&keys[n_keys - 1..], &q[..rows], &simd.query_tails(&q[..rows]), &mut alone);
+                            assert_eq!(alone[0].map(f32::to_bits), a[n_keys - 1].map(f32::to_bits));
+                        }
                     }
                     for v in [0.0f32, 1.0, 0.7310586, 1e-3, 3.3e-5] {
                         let (mut a, mut b) = (halves(n, 30 + seed, 50.0), halves(n, 30 + seed, 50.0));

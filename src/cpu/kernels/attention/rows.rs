@@ -233,6 +233,9 @@ impl Attention<'_> {
                     }
                 }
             }
+            // the block's keys that some row sees, for the binary16 dot products (taken together)
+            let mut live = [(0usize, &[] as &[u16]); KEY_BLOCK];
+            let mut n_live = 0;
             for (j, ic) in block_keys.clone().enumerate() {
                 let masked = &mut masked[j];
                 let mut any = false;
@@ -250,12 +253,21 @@ impl Attention<'_> {
                 // beyond the second-level cache)
                 let row = self.value_row(ic, v_head);
                 simd::prefetch_lines(row.as_ptr(), row.len(), simd::Cache::L1);
-                if let Some(tails) = &tails {
-                    self.half.dot_rows(view(key, dk), &half_queries, tails, &mut dots[j]);
+                if tails.is_some() {
+                    live[n_live] = (j, view(key, dk));
+                    n_live += 1;
                 } else {
                     for i in (0..n).filter(|&i| masked[i] != f32::NEG_INFINITY) {
                         dots[j][i] = self.dot.dot(dk, key, query(i), self.simd);
                     }
+                }
+            }
+            if let Some(tails) = &tails {
+                let keys: [&[u16]; KEY_BLOCK] = std::array::from_fn(|k| live[k].1);
+                let mut live_dots = [[0.0f32; GROUP]; KEY_BLOCK];
+                self.half.dot_rows(&keys[..n_live], &half_queries, tails, &mut live_dots);
+                for (&(j, _), d) in live[..n_live].iter().zip(live_dots) {
+                    dots[j] = d;
                 }
             }
             for (j, ic) in block_keys.enumerate().filter(|&(j, _)| seen[j]) {
