@@ -286,6 +286,42 @@ mod avx512 {
         [mask(n), mask(n.saturating_sub(16))]
     }
 
+    /// The lanes under `m` of the two registers at `at` and `at + 16` (the others zero).
+    ///
+    /// # Safety
+    /// The processor supports AVX-512F; the lanes under the masks are readable.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load_pair(m: [__mmask16; 2], at: *const f32) -> [__m512; 2] {
+        // SAFETY: the caller's contract; lanes outside the masks are not read.
+        unsafe { [_mm512_maskz_loadu_ps(m[0], at), _mm512_maskz_loadu_ps(m[1], at.wrapping_add(16))] }
+    }
+
+    /// Stores the lanes under `m` of `v` at `at` and `at + 16`.
+    ///
+    /// # Safety
+    /// The processor supports AVX-512F; the lanes under the masks are writable.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn store_pair(m: [__mmask16; 2], at: *mut f32, v: [__m512; 2]) {
+        // SAFETY: the caller's contract; lanes outside the masks are not written.
+        unsafe {
+            _mm512_mask_storeu_ps(at, m[0], v[0]);
+            _mm512_mask_storeu_ps(at.wrapping_add(16), m[1], v[1]);
+        }
+    }
+
+    /// `acc[r] += x(r) · b` for each of the [`ROWS`] rows, one fused multiply-add per lane.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn fma_rows(acc: &mut [[__m512; 2]; ROWS], b: [__m512; 2], x: impl Fn(usize) -> f32) {
+        for (r, a) in acc.iter_mut().enumerate() {
+            let x = _mm512_set1_ps(x(r));
+            a[0] = _mm512_fmadd_ps(x, b[0], a[0]);
+            a[1] = _mm512_fmadd_ps(x, b[1], a[1]);
+        }
+    }
+
     /// [`super::scores`]: four rows by two registers of keys at a time, the last keys (a
     /// multiple of 8) under a mask.
     ///
@@ -303,24 +339,14 @@ mod avx512 {
                     // TILE_KV: inside keys_t (lanes outside are not read); rows i..i + 4 <=
                     // rows, inside q.
                     unsafe {
-                        let at = pk.add(d * TILE_KV + j);
-                        let b0 = _mm512_maskz_loadu_ps(m[0], at);
-                        let b1 = _mm512_maskz_loadu_ps(m[1], at.wrapping_add(16));
-                        for (r, a) in acc.iter_mut().enumerate() {
-                            let x = _mm512_set1_ps(*pq.add((i + r) * dk + d));
-                            a[0] = _mm512_fmadd_ps(x, b0, a[0]);
-                            a[1] = _mm512_fmadd_ps(x, b1, a[1]);
-                        }
+                        let b = load_pair(m, pk.add(d * TILE_KV + j));
+                        fma_rows(&mut acc, b, |r| *pq.add((i + r) * dk + d));
                     }
                 }
                 for (r, a) in acc.iter().enumerate() {
                     // SAFETY: row i + r < rows; the lanes under the masks are columns below
                     // keys <= TILE_KV.
-                    unsafe {
-                        let at = po.add((i + r) * TILE_KV + j);
-                        _mm512_mask_storeu_ps(at, m[0], a[0]);
-                        _mm512_mask_storeu_ps(at.wrapping_add(16), m[1], a[1]);
-                    }
+                    unsafe { store_pair(m, po.add((i + r) * TILE_KV + j), *a) };
                 }
             }
         }
@@ -341,31 +367,19 @@ mod avx512 {
                 let m = lanes(dv - c);
                 // SAFETY: rows i..i + 4 <= rows; the lanes under the masks are columns below
                 // dv: inside acc.
-                let mut a: [[__m512; 2]; ROWS] = std::array::from_fn(|r| unsafe {
-                    let at = pa.add((i + r) * dv + c);
-                    [_mm512_maskz_loadu_ps(m[0], at), _mm512_maskz_loadu_ps(m[1], at.wrapping_add(16))]
-                });
+                let mut a: [[__m512; 2]; ROWS] =
+                    std::array::from_fn(|r| unsafe { load_pair(m, pa.add((i + r) * dv + c)) });
                 for &j in &live[..n_live] {
                     // SAFETY: j < keys: inside p, and values' row j holds dv values, of which
                     // the masks take columns below dv.
                     unsafe {
-                        let at = pv.add(j * dv + c);
-                        let b0 = _mm512_maskz_loadu_ps(m[0], at);
-                        let b1 = _mm512_maskz_loadu_ps(m[1], at.wrapping_add(16));
-                        for (r, x) in a.iter_mut().enumerate() {
-                            let w = _mm512_set1_ps(*pp.add((i + r) * TILE_KV + j));
-                            x[0] = _mm512_fmadd_ps(w, b0, x[0]);
-                            x[1] = _mm512_fmadd_ps(w, b1, x[1]);
-                        }
+                        let b = load_pair(m, pv.add(j * dv + c));
+                        fma_rows(&mut a, b, |r| *pp.add((i + r) * TILE_KV + j));
                     }
                 }
                 for (r, x) in a.iter().enumerate() {
                     // SAFETY: as for the loads.
-                    unsafe {
-                        let at = pa.add((i + r) * dv + c);
-                        _mm512_mask_storeu_ps(at, m[0], x[0]);
-                        _mm512_mask_storeu_ps(at.wrapping_add(16), m[1], x[1]);
-                    }
+                    unsafe { store_pair(m, pa.add((i + r) * dv + c), *x) };
                 }
             }
         }
