@@ -234,7 +234,7 @@ impl Attention<'_> {
                 }
             }
             // the block's keys that some row sees, for the binary16 dot products (taken together)
-            let mut live = [(0usize, &[] as &[u16]); KEY_BLOCK];
+            let (mut live, mut live_keys) = ([0usize; KEY_BLOCK], [&[] as &[u16]; KEY_BLOCK]);
             let mut n_live = 0;
             for (j, ic) in block_keys.clone().enumerate() {
                 let masked = &mut masked[j];
@@ -254,7 +254,7 @@ impl Attention<'_> {
                 let row = self.value_row(ic, v_head);
                 simd::prefetch_lines(row.as_ptr(), row.len(), simd::Cache::L1);
                 if tails.is_some() {
-                    live[n_live] = (j, view(key, dk));
+                    (live[n_live], live_keys[n_live]) = (j, view(key, dk));
                     n_live += 1;
                 } else {
                     for i in (0..n).filter(|&i| masked[i] != f32::NEG_INFINITY) {
@@ -263,10 +263,9 @@ impl Attention<'_> {
                 }
             }
             if let Some(tails) = &tails {
-                let keys: [&[u16]; KEY_BLOCK] = std::array::from_fn(|k| live[k].1);
                 let mut live_dots = [[0.0f32; GROUP]; KEY_BLOCK];
-                self.half.dot_rows(&keys[..n_live], &half_queries, tails, &mut live_dots);
-                for (&(j, _), d) in live[..n_live].iter().zip(live_dots) {
+                self.half.dot_rows(&live_keys[..n_live], &half_queries, tails, &mut live_dots);
+                for (&j, d) in live[..n_live].iter().zip(live_dots) {
                     dots[j] = d;
                 }
             }

@@ -313,6 +313,15 @@ fn at_64_queries_per_head_the_f32_tiles_take_over() {
 }
 
 #[test]
+fn the_tiles_take_keys_beyond_the_last_block_of_eight() {
+    // 203 keys: a last tile of 11, whose 3 last keys the register blocks leave to the rows
+    let case = Case { n_batch: 64, n_head: 2, n_head_kv: 1, n_kv: 203, ..Case::default() };
+    let (b, got) = compute_case(&case, 1, false);
+    let error = nmse(&got, &reference(&case, &b));
+    assert!(error < 1e-11, "{error}");
+}
+
+#[test]
 fn a_row_does_not_depend_on_the_tile_it_shares() {
     // 100 queries per head cut into different tiles by 1, 2 and 3 threads' chunks
     let case = Case { n_batch: 100, n_head: 3, n_head_kv: 1, n_kv: 130, sinks: true, softcap: 5.0, ..Case::default() };

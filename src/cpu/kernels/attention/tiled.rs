@@ -181,7 +181,9 @@ impl Attention<'_> {
             }
         }
         let mut piece = [0.0f32; TILE_KV];
-        for j in 0..nk {
+        // the blocks covered whole rows where dk is a multiple of 8: only the last keys remain
+        let first = if blocked_dims == dk { blocked_keys } else { 0 };
+        for j in first..nk {
             let key = self.key_row(start + j, head);
             let from = if j < blocked_keys { blocked_dims } else { 0 };
             for d0 in (from..dk).step_by(TILE_KV) {
