@@ -15,6 +15,7 @@ pub mod dot_avx512;
 pub mod dot_iq;
 pub mod dot_k;
 pub mod dot_small;
+pub mod expf;
 pub mod features;
 pub mod loss;
 pub mod matmul;

@@ -359,17 +359,23 @@ fn rotate_f32(rope: &Rope, row: &mut [f32], cos: &[f32], sin: &[f32], avx2: bool
         return unsafe { avx2::rotate_f32(rope, row, cos, sin) };
     }
     let _ = avx2;
-    rotate_f32_from(rope, row, cos, sin, 0);
+    rotate_f32_from(rope, row, cos, sin, 0, false);
 }
 
-/// Rotates pairs `from..n_pairs` of an F32 row.
-fn rotate_f32_from(rope: &Rope, row: &mut [f32], cos: &[f32], sin: &[f32], from: usize) {
+/// Rotates pairs `from..n_pairs` of an F32 row; with `fused`, each result's first product
+/// is fused into its sum, as ggml's FMA builds compile its scalar rotation.
+fn rotate_f32_from(rope: &Rope, row: &mut [f32], cos: &[f32], sin: &[f32], from: usize, fused: bool) {
     let distance = partner_distance(rope);
     for i in from..rope.n_pairs {
         let a = pair_start(rope, i);
         let (x0, x1) = (row[a], row[a + distance]);
-        row[a] = x0 * cos[i] - x1 * sin[i];
-        row[a + distance] = x0 * sin[i] + x1 * cos[i];
+        if fused {
+            row[a] = x0.mul_add(cos[i], -(x1 * sin[i]));
+            row[a + distance] = x0.mul_add(sin[i], x1 * cos[i]);
+        } else {
+            row[a] = x0 * cos[i] - x1 * sin[i];
+            row[a + distance] = x0 * sin[i] + x1 * cos[i];
+        }
     }
 }
 
@@ -396,6 +402,13 @@ mod avx2 {
     use crate::cpu::kernels::simd::avx2::load_f32;
 
     /// Eight pairs at a time for split halves, four for adjacent pairs; the rest scalar.
+    ///
+    /// The roundings are those of ggml's x86 build with FMA, where the compiler fuses one
+    /// product of each result into its sum: `x0·c − (x1·s)` and `x0·s + (x1·c)`, the
+    /// parenthesized products rounded. Its vectorized loop over adjacent pairs leaves up to
+    /// three pairs to two-lane steps without fused products, and so does this one; a row of
+    /// adjacent pairs shorter than its vectors, or rotated in place, takes other code there
+    /// and may differ in the last bit.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) fn rotate_f32(rope: &Rope, row: &mut [f32], cos: &[f32], sin: &[f32]) {
         let n = rope.n_pairs;
@@ -412,8 +425,8 @@ mod avx2 {
                     unsafe {
                         let (a, b) = (load_f32(x.add(i)), load_f32(x.add(i + n)));
                         let (c, s) = (load_f32(pc.add(i)), load_f32(ps.add(i)));
-                        _mm256_storeu_ps(x.add(i), _mm256_sub_ps(_mm256_mul_ps(a, c), _mm256_mul_ps(b, s)));
-                        _mm256_storeu_ps(x.add(i + n), _mm256_add_ps(_mm256_mul_ps(a, s), _mm256_mul_ps(b, c)));
+                        _mm256_storeu_ps(x.add(i), _mm256_fmsub_ps(a, c, _mm256_mul_ps(b, s)));
+                        _mm256_storeu_ps(x.add(i + n), _mm256_fmadd_ps(a, s, _mm256_mul_ps(b, c)));
                     }
                     i += 8;
                 }
@@ -429,16 +442,20 @@ mod avx2 {
                         let v = load_f32(x.add(2 * i));
                         let c = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(pc.add(i))), dup);
                         let s = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(ps.add(i))), dup);
-                        let swapped = _mm256_permute_ps::<0b10_11_00_01>(v);
-                        // even lanes x0 c - x1 s, odd lanes x1 c + x0 s
-                        let r = _mm256_addsub_ps(_mm256_mul_ps(v, c), _mm256_mul_ps(swapped, s));
+                        // (c, s) and (s, c) per pair: even lanes x0 c − x1 s, odd lanes
+                        // x0 s + x1 c, the x0 products fused
+                        let (cs, sc) = (_mm256_blend_ps::<0b1010_1010>(c, s), _mm256_blend_ps::<0b1010_1010>(s, c));
+                        let x1_sc = _mm256_mul_ps(_mm256_movehdup_ps(v), sc);
+                        let r = _mm256_fmaddsub_ps(_mm256_moveldup_ps(v), cs, x1_sc);
                         _mm256_storeu_ps(x.add(2 * i), r);
                     }
                     i += 4;
                 }
             }
         }
-        rotate_f32_from(rope, row, cos, sin, i);
+        // the rest as ggml's build takes it: pairs of the halves with its scalar loop,
+        // adjacent pairs with its two-lane steps (no fused products there)
+        rotate_f32_from(rope, row, cos, sin, i, rope.layout == Layout::Halves);
     }
 }
 
@@ -646,5 +663,51 @@ mod tests {
         // token 0 is not rotated, dimensions 8.. never are
         assert_eq!(&got[..12], &x[..12]);
         assert_eq!(&got[20..24], &x[20..24]);
+    }
+
+    /// The AVX2 rotation against the scalar roundings it stands for: every pair of the
+    /// halves fused, adjacent pairs fused four at a time and the last ones (10 = 2·4 + 2)
+    /// plain.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn simd_rotation_rounds_as_ggml_builds_do() {
+        if !crate::cpu::kernels::features::features().has_avx2_fma() {
+            return;
+        }
+        let mut rng = Rng::new(12);
+        let n_pairs = 10;
+        let cos: Vec<f32> = (0..n_pairs).map(|_| rng.uniform(-1.0, 1.0)).collect();
+        let sin: Vec<f32> = (0..n_pairs).map(|_| rng.uniform(-1.0, 1.0)).collect();
+        let row: Vec<f32> = (0..2 * n_pairs).map(|_| rng.uniform(-3.0, 3.0)).collect();
+        for layout in [Layout::Adjacent, Layout::Halves] {
+            let rope = Rope {
+                n_offs: 0,
+                layout,
+                n_pairs,
+                theta_scale: 1.0,
+                sin_sign: 1.0,
+                yarn: Yarn { freq_scale: 1.0, ext_factor: 0.0, mscale: 1.0, corr_dims: [0.0; 2] },
+                sections: None,
+                freq_factors: None,
+            };
+            let mut got = row.clone();
+            // SAFETY: AVX2 and FMA were detected.
+            unsafe { avx2::rotate_f32(&rope, &mut got, &cos, &sin) };
+            let (mut fused, mut plain) = (row.clone(), row.clone());
+            rotate_f32_from(&rope, &mut fused, &cos, &sin, 0, true);
+            rotate_f32_from(&rope, &mut plain, &cos, &sin, 0, false);
+            let fused_pairs = if layout == Layout::Halves { n_pairs } else { 8 };
+            for i in 0..n_pairs {
+                let a = pair_start(&rope, i);
+                let want = if i < fused_pairs { &fused } else { &plain };
+                let b = a + partner_distance(&rope);
+                assert_eq!(
+                    (got[a].to_bits(), got[b].to_bits()),
+                    (want[a].to_bits(), want[b].to_bits()),
+                    "{layout:?} pair {i}"
+                );
+            }
+            assert_ne!(fused, plain, "the two roundings should differ somewhere in this row");
+        }
     }
 }

@@ -2,8 +2,9 @@
 //! and attention sinks) and its gradient `soft_max_back`.
 //!
 //! The exponentials of a row are summed in `f64`; the SIMD paths evaluate them eight (AVX2)
-//! or sixteen (AVX-512) at a time with a polynomial accurate to about one ulp ([`exp_row`]),
-//! which flash attention uses too.
+//! or sixteen (AVX-512) at a time with ggml's polynomial for that width ([`super::expf`]) and
+//! the leftover elements with libm's `expf`, as ggml's `ggml_vec_soft_max_f32` does
+//! ([`exp_row`], which flash attention uses too).
 
 use super::norm::{RowMath, row_index, row_ptr, source, use_avx2};
 use crate::core::tensor::{Tensor, TensorPtr};
@@ -81,46 +82,8 @@ pub(super) fn max_of(x: &[f32], avx2: bool) -> f32 {
 pub(super) mod avx2 {
     use std::arch::x86_64::*;
 
+    use crate::cpu::kernels::expf::exp8;
     use crate::cpu::kernels::simd::avx2::{hsum, load_f32};
-
-    /// Below this `e^x` is 0 in `f32` (the smallest subnormal is `e^-103.3`).
-    pub(super) const EXP_LOW: f32 = -104.0;
-    /// Above this `e^x` overflows (`f32::MAX` is `e^88.7`).
-    pub(super) const EXP_HIGH: f32 = 89.0;
-    /// ln 2 split in two floats: the fused products keep `r` exact to one rounding.
-    pub(super) const LN_2_LOW: f32 = (std::f64::consts::LN_2 - std::f32::consts::LN_2 as f64) as f32;
-    /// The Taylor polynomial of `e^r` to degree 7, highest power first.
-    pub(super) const EXP_COEFFS: [f32; 8] =
-        [1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0];
-
-    /// `e^x` in each lane: `x = n ln 2 + r` with `|r| <= ln 2 / 2`, a degree-7 Taylor
-    /// polynomial for `e^r`, and `2^n` applied as two exact powers so that results down to
-    /// the subnormals and up to the overflow come out right. `-inf` and anything below the
-    /// smallest subnormal give 0, `+inf` and overflows give `+inf`, NaN stays NaN.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(in crate::cpu::kernels) fn exp8(x: __m256) -> __m256 {
-        let xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(EXP_LOW)), _mm256_set1_ps(EXP_HIGH));
-        let n = _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(
-            xc,
-            _mm256_set1_ps(std::f32::consts::LOG2_E),
-        ));
-        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(std::f32::consts::LN_2), xc);
-        let r = _mm256_fnmadd_ps(n, _mm256_set1_ps(LN_2_LOW), r);
-        let mut p = _mm256_set1_ps(EXP_COEFFS[0]);
-        for &c in &EXP_COEFFS[1..] {
-            p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
-        }
-        let ni = _mm256_cvtps_epi32(n);
-        let half = _mm256_srai_epi32::<1>(ni);
-        let rest = _mm256_sub_epi32(ni, half);
-        let pow2 =
-            |k: __m256i| _mm256_castsi256_ps(_mm256_slli_epi32::<23>(_mm256_add_epi32(k, _mm256_set1_epi32(127))));
-        let y = _mm256_mul_ps(_mm256_mul_ps(p, pow2(half)), pow2(rest));
-        let vanishing = _mm256_cmp_ps::<_CMP_LT_OQ>(x, _mm256_set1_ps(EXP_LOW));
-        let y = _mm256_andnot_ps(vanishing, y);
-        _mm256_blendv_ps(y, x, _mm256_cmp_ps::<_CMP_UNORD_Q>(x, x))
-    }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) fn max_of(x: &[f32]) -> f32 {
@@ -182,33 +145,12 @@ pub(super) mod avx2 {
 }
 
 /// The same exponentials sixteen at a time, each row summed per 16 lanes as ggml's AVX-512
-/// build does. `vscalefps` applies `2^n` in one correctly rounded step, down to the
-/// subnormals and up to the overflow.
+/// build does.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::avx2::{EXP_COEFFS, EXP_HIGH, EXP_LOW, LN_2_LOW};
-
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
-    fn exp16(x: __m512) -> __m512 {
-        let xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(EXP_LOW)), _mm512_set1_ps(EXP_HIGH));
-        let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm512_mul_ps(
-            xc,
-            _mm512_set1_ps(std::f32::consts::LOG2_E),
-        ));
-        let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(std::f32::consts::LN_2), xc);
-        let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN_2_LOW), r);
-        let mut p = _mm512_set1_ps(EXP_COEFFS[0]);
-        for &c in &EXP_COEFFS[1..] {
-            p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
-        }
-        let y = _mm512_scalef_ps(p, n);
-        let vanishing = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_set1_ps(EXP_LOW));
-        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
-        _mm512_mask_blend_ps(nan, _mm512_maskz_mov_ps(!vanishing, y), x)
-    }
+    use crate::cpu::kernels::expf::exp16;
 
     /// # Safety
     /// The processor has AVX-512 (F and DQ), AVX2 and FMA.
@@ -429,42 +371,6 @@ mod tests {
             out.extend(logits.iter().map(|l| (l - max).exp() / sum));
         }
         out
-    }
-
-    #[test]
-    fn exp8_matches_libm() {
-        let mut rng = Rng::new(9);
-        let mut xs: Vec<f32> = (0..4000).map(|_| rng.uniform(-110.0, 95.0)).collect();
-        xs.extend([0.0, -0.0, 1.0, -1.0, 88.7, 88.73, -87.3, -103.0, -103.9, f32::INFINITY, f32::NEG_INFINITY]);
-        xs.extend((0..200).map(|i| -3.0 + i as f32 * 0.03));
-        type ExpRow = fn(&mut [f32], f32) -> f64;
-        let mut rows: Vec<(&str, ExpRow)> = vec![("scalar", |y, m| exp_row(y, m, false))];
-        let features = crate::cpu::kernels::features::features();
-        if features.has_avx2_fma() {
-            // SAFETY (both): the features were detected.
-            rows.push(("avx2", |y, m| unsafe { avx2::exp_row(y, m) }));
-            if features.has_avx512() {
-                rows.push(("avx512", |y, m| unsafe { avx512::exp_row(y, m) }));
-            }
-        }
-        for (path, exp_row) in rows {
-            let mut ys = xs.clone();
-            let sum = exp_row(&mut ys, 0.0);
-            for (&x, &y) in xs.iter().zip(&ys) {
-                let want = x.exp();
-                if want.is_infinite() {
-                    assert_eq!(y, want, "{path}: exp({x})");
-                } else {
-                    // about an ulp, or a step of the subnormals
-                    let tolerance = 3e-7 * want + f32::from_bits(2);
-                    assert!((y - want).abs() <= tolerance, "{path}: exp({x}) = {y}, want {want}");
-                }
-            }
-            assert!(sum.is_infinite());
-            let mut nan = [f32::NAN; 16];
-            exp_row(&mut nan, 0.0);
-            assert!(nan.iter().all(|v| v.is_nan()), "{path}");
-        }
     }
 
     #[test]

@@ -233,7 +233,8 @@ pub fn unary(params: &ComputeParams, dst: TensorPtr) {
         UnaryOp::SILU => map_rows(params, &a, &dst, Some(fast::silu), silu),
         UnaryOp::HARDSWISH => map_rows(params, &a, &dst, None, |x| x * hard_sigmoid(x)),
         UnaryOp::HARDSIGMOID => map_rows(params, &a, &dst, None, hard_sigmoid),
-        UnaryOp::EXP => map_rows(params, &a, &dst, Some(fast::exp), f32::exp),
+        // libm's expf element by element, as ggml's ggml_vec_exp_f32
+        UnaryOp::EXP => map_rows(params, &a, &dst, None, f32::exp),
         // The reference computes expm1 as expf(x) - 1 here (ELU uses expm1f).
         UnaryOp::EXPM1 => map_rows(params, &a, &dst, None, |x| x.exp() - 1.0),
         UnaryOp::SOFTPLUS => map_rows(params, &a, &dst, None, |x| if x > 20.0 { x } else { (1.0 + x.exp()).ln() }),
@@ -437,7 +438,6 @@ mod scalar_rows {
     }
     rows! {
         silu => super::silu;
-        exp => f32::exp;
         sqr => |x: f32| x * x;
         sqrt => f32::sqrt;
         gelu => |x| super::gelu_tabled(super::gelu_table(), x);
@@ -468,8 +468,9 @@ mod scalar_rows {
 mod avx2_rows {
     use std::arch::x86_64::*;
 
-    use super::super::softmax::avx2::exp8;
     use super::{Table, gelu_quick_table, gelu_table, gelu_tabled};
+    use crate::cpu::kernels::expf::{exp8, exp16};
+    use crate::cpu::kernels::features::has_avx512;
 
     /// `x / (1 + e^-x)` in each lane.
     #[inline]
@@ -477,6 +478,40 @@ mod avx2_rows {
     fn silu8(x: __m256) -> __m256 {
         let e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), x));
         _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0), e))
+    }
+
+    /// `x / (1 + e^-x)` in each of sixteen lanes, with the AVX-512 form of `e^x`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx2,fma,f16c")]
+    fn silu16(x: __m512) -> __m512 {
+        let e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), x));
+        _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0), e))
+    }
+
+    /// SiLU of sixteen values at a time, `× g` when gated, and the rest one at a time: the
+    /// shape of ggml's AVX-512 loops, whose `e^x` differs from the AVX2 form's in the last
+    /// bit now and then.
+    ///
+    /// # Safety
+    /// AVX-512 (F and DQ) is available; `x`, `y` and `g` (when given) address `n` packed
+    /// floats; `y` may equal `x` but overlaps no gate.
+    #[target_feature(enable = "avx512f,avx512dq,avx2,fma,f16c")]
+    unsafe fn silu_sixteens(n: usize, y: *mut f32, x: *const f32, g: Option<*const f32>) {
+        let mut i = 0;
+        // SAFETY: every access is below `n` (caller's contract); loads precede stores.
+        unsafe {
+            while i + 16 <= n {
+                let mut v = silu16(_mm512_loadu_ps(x.add(i)));
+                if let Some(g) = g {
+                    v = _mm512_mul_ps(v, _mm512_loadu_ps(g.add(i)));
+                }
+                _mm512_storeu_ps(y.add(i), v);
+                i += 16;
+            }
+            for i in i..n {
+                *y.add(i) = super::silu(*x.add(i)) * g.map_or(1.0, |g| *g.add(i));
+            }
+        }
     }
 
     /// Each lane rounded to binary16 and looked up in `table`.
@@ -523,16 +558,12 @@ mod avx2_rows {
     /// AVX2, FMA and F16C are available; `x` and `y` address `n` packed floats.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn silu(n: usize, y: *mut f32, x: *const f32) {
+        if has_avx512() {
+            // SAFETY: AVX-512 was detected; the caller's contract.
+            return unsafe { silu_sixteens(n, y, x, None) };
+        }
         // SAFETY: the caller's contract.
         unsafe { map(n, y, x, |v| silu8(v), super::silu) }
-    }
-
-    /// # Safety
-    /// As [`silu`].
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn exp(n: usize, y: *mut f32, x: *const f32) {
-        // SAFETY: the caller's contract.
-        unsafe { map(n, y, x, |v| exp8(v), f32::exp) }
     }
 
     /// # Safety
@@ -603,6 +634,10 @@ mod avx2_rows {
     /// overlaps neither input.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn swiglu(n: usize, y: *mut f32, x: *const f32, g: *const f32) {
+        if has_avx512() {
+            // SAFETY: AVX-512 was detected; the caller's contract.
+            return unsafe { silu_sixteens(n, y, x, Some(g)) };
+        }
         // SAFETY: the caller's contract.
         unsafe { gated(n, y, x, g, |v| silu8(v), super::silu) }
     }
