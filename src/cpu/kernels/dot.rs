@@ -18,7 +18,9 @@
 //! decodes each weight block once for several columns and loads each activation block once
 //! for several rows. The scalar path is the reference; the AVX2 path is chosen at run time,
 //! and on processors with AVX-VNNI the integer tiles sum byte products with `vpdpbusd`
-//! (the same sums, so the same results).
+//! (the same sums, so the same results). The AVX2 tiles of the 32-value block formats sum as
+//! ggml's x86 builds do, in eight lane chains, so their results are ggml's bit for bit (on
+//! AVX-512 processors too, where ggml keeps these 256-bit loops).
 //!
 //! [`quantize_row_q8_0`] and [`quantize_row_q8_1`] convert activations: they produce the bytes
 //! of ggml's CPU quantizers on x86 (scale `127/amax`, rounding half to even), on both paths.
@@ -412,15 +414,6 @@ unsafe impl VecDot for BlockQ4_0 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::q4_0_tile(x, y) }
-    }
-
-    #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX2; block indices stay below the common length.
         unsafe {
@@ -454,15 +447,6 @@ unsafe impl VecDot for BlockQ4_1 {
             sum += (bx.d.to_f32() * by.d.to_f32()) * sumi as f32 + bx.m.to_f32() * by.s.to_f32();
         }
         sum
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::q4_1_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -501,15 +485,6 @@ unsafe impl VecDot for BlockQ5_0 {
             sum += block_sum(level, &by.qs) as f32 * (bx.d.to_f32() * by.d.to_f32());
         }
         sum
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::q5_0_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -553,15 +528,6 @@ unsafe impl VecDot for BlockQ5_1 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::q5_1_tile(x, y) }
-    }
-
-    #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
         // SAFETY: as for BlockQ4_0.
         unsafe {
@@ -594,15 +560,6 @@ unsafe impl VecDot for BlockQ8_0 {
             sum += sumi as f32 * (bx.d.to_f32() * by.d.to_f32());
         }
         sum
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::q8_0_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -989,6 +946,7 @@ macro_rules! int8_tiles {
                             let sums = dot4(qx[r], qy);
                             acc[r][c] =
                                 _mm256_fmadd_ps(_mm256_set1_ps(dx[r] * dy), _mm256_cvtepi32_ps(sums), acc[r][c]);
+                            // fused, as the compiler fuses ggml's `summs += m·s`
                             mins[r][c] += mx[r] * sy;
                         }
                     }
@@ -1342,6 +1300,160 @@ mod tests {
             check::<BlockQ5_1>(n, quantized::<BlockQ5_1>, q8_1);
             check::<BlockQ8_0>(n, quantized::<BlockQ8_0>, q8_0);
         }
+    }
+
+    /// A block's 32 levels in value order, its scale and (affine formats) its minimum or sum.
+    trait Levels {
+        fn levels(&self) -> [i32; 32];
+        fn scale(&self) -> f32;
+        fn extra(&self) -> Option<f32> {
+            None
+        }
+    }
+
+    /// Levels from the (value j, value j + 16) pairs of a nibble-packed block.
+    fn paired(pair: impl Fn(usize) -> (i32, i32)) -> [i32; 32] {
+        let mut out = [0; 32];
+        for j in 0..16 {
+            (out[j], out[j + 16]) = pair(j);
+        }
+        out
+    }
+
+    impl Levels for BlockQ4_0 {
+        fn levels(&self) -> [i32; 32] {
+            paired(|j| {
+                let (a, b) = nibbles(&self.qs, j);
+                (a - 8, b - 8)
+            })
+        }
+        fn scale(&self) -> f32 {
+            self.d.to_f32()
+        }
+    }
+
+    impl Levels for BlockQ4_1 {
+        fn levels(&self) -> [i32; 32] {
+            paired(|j| nibbles(&self.qs, j))
+        }
+        fn scale(&self) -> f32 {
+            self.d.to_f32()
+        }
+        fn extra(&self) -> Option<f32> {
+            Some(self.m.to_f32())
+        }
+    }
+
+    impl Levels for BlockQ5_0 {
+        fn levels(&self) -> [i32; 32] {
+            paired(|j| {
+                let ((a, b), (ha, hb)) = (nibbles(&self.qs, j), high_bits(self.qh, j));
+                ((a | ha) - 16, (b | hb) - 16)
+            })
+        }
+        fn scale(&self) -> f32 {
+            self.d.to_f32()
+        }
+    }
+
+    impl Levels for BlockQ5_1 {
+        fn levels(&self) -> [i32; 32] {
+            paired(|j| {
+                let ((a, b), (ha, hb)) = (nibbles(&self.qs, j), high_bits(self.qh, j));
+                (a | ha, b | hb)
+            })
+        }
+        fn scale(&self) -> f32 {
+            self.d.to_f32()
+        }
+        fn extra(&self) -> Option<f32> {
+            Some(self.m.to_f32())
+        }
+    }
+
+    impl Levels for BlockQ8_0 {
+        fn levels(&self) -> [i32; 32] {
+            std::array::from_fn(|j| q8(&self.qs, j))
+        }
+        fn scale(&self) -> f32 {
+            self.d.to_f32()
+        }
+    }
+
+    impl Levels for BlockQ8_1 {
+        fn levels(&self) -> [i32; 32] {
+            std::array::from_fn(|j| q8(&self.qs, j))
+        }
+        fn scale(&self) -> f32 {
+            self.d.to_f32()
+        }
+        fn extra(&self) -> Option<f32> {
+            Some(self.s.to_f32())
+        }
+    }
+
+    /// ggml's x86 arithmetic for a row pair of these formats (its AVX2 `ggml_vec_dot_*` and
+    /// tinyBLAS's block tiles): per block, eight sums of four consecutive byte products, each
+    /// multiplied by `dx·dy` into its own FMA chain; the chains added as `hsum_float_8` adds
+    /// them; for the affine formats the FMA chain of `m·s` added last.
+    fn lane_chains<X: Levels, Y: Levels>(x: &[X], y: &[Y]) -> f32 {
+        let (mut chains, mut minimums) = ([0.0f32; 8], 0.0f32);
+        for (bx, by) in x.iter().zip(y) {
+            let (lx, ly, scale) = (bx.levels(), by.levels(), bx.scale() * by.scale());
+            for (g, chain) in chains.iter_mut().enumerate() {
+                let sum: i32 = (4 * g..4 * g + 4).map(|j| lx[j] * ly[j]).sum();
+                *chain = (sum as f32).mul_add(scale, *chain);
+            }
+            if let (Some(m), Some(s)) = (bx.extra(), by.extra()) {
+                minimums = m.mul_add(s, minimums);
+            }
+        }
+        let s: [f32; 4] = std::array::from_fn(|i| chains[i] + chains[i + 4]);
+        (s[0] + s[2]) + (s[1] + s[3]) + minimums
+    }
+
+    /// Every SIMD tile shape of `T` against [`lane_chains`], bit for bit.
+    fn check_lane_chains<T: VecDot + Levels + BlockFormat>(to_y: impl Fn(&[f32]) -> (Vec<T::Rhs>, Vec<f32>))
+    where
+        T::Rhs: Levels,
+    {
+        // 9 blocks: no multiple of any unrolling
+        let n = 9 * 32;
+        let xs: Vec<Vec<T>> = (0..MAX_ROWS as u32).map(|r| quantized::<T>(&values(n, 30 + r)).0).collect();
+        let ys: Vec<Vec<T::Rhs>> = (0..MAX_COLS as u32).map(|c| to_y(&values(n, 40 + c)).0).collect();
+        let x: [&[T]; MAX_ROWS] = std::array::from_fn(|r| xs[r].as_slice());
+        let y: [&[T::Rhs]; MAX_COLS] = std::array::from_fn(|c| ys[c].as_slice());
+        let got = T::tile::<MAX_ROWS, MAX_COLS>(&x, &y, true);
+        for r in 0..MAX_ROWS {
+            for c in 0..MAX_COLS {
+                let want = lane_chains(x[r], y[c]);
+                assert_eq!(
+                    got[r][c].to_bits(),
+                    want.to_bits(),
+                    "{} {r},{c}: {} vs {want}",
+                    <T as VecDot>::TYPE.name(),
+                    got[r][c]
+                );
+                assert_eq!(
+                    T::dot(x[r], y[c], true).to_bits(),
+                    want.to_bits(),
+                    "{} dot {r},{c}",
+                    <T as VecDot>::TYPE.name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn simd_tiles_sum_as_ggml_does() {
+        if !simd::has_avx2() {
+            return;
+        }
+        check_lane_chains::<BlockQ4_0>(q8_0);
+        check_lane_chains::<BlockQ4_1>(q8_1);
+        check_lane_chains::<BlockQ5_0>(q8_0);
+        check_lane_chains::<BlockQ5_1>(q8_1);
+        check_lane_chains::<BlockQ8_0>(q8_0);
     }
 
     #[test]

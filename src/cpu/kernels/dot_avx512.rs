@@ -1,7 +1,6 @@
-//! AVX-512 tiles of the float and 32-value block formats: the [`VecDot`](super::dot::VecDot)
-//! products of up to 4 weight rows by [`FLOAT_COLS`] or [`BLOCK_COLS`] activation rows, with
-//! 16-lane vectors and the 32 vector registers that AVX-512 brings (the AVX2 tiles stop at
-//! 4×2).
+//! AVX-512 tiles of the float formats: the [`VecDot`](super::dot::VecDot) products of up to 4
+//! weight rows by [`FLOAT_COLS`] activation rows, with 16-lane vectors and the 32 vector
+//! registers that AVX-512 brings (the AVX2 tiles stop at 4×2).
 //!
 //! The float tiles follow the arithmetic of ggml's AVX-512 build (llamafile's tinyBLAS and
 //! `ggml_vec_dot_*`): products summed with FMA in 16 `f32` lanes; binary16 widened with
@@ -9,12 +8,9 @@
 //! of exact products added in `f32`, denormal inputs read as zero, as ggml's tiles do there),
 //! widened and FMA'd otherwise. Row tails shorter than a vector are read with masked loads.
 //!
-//! The block tiles take two blocks of 32 values per 512-bit register. Their byte products are
-//! summed with `vpdpbusd`, which multiplies unsigned by signed bytes, so the weights' levels
-//! are kept unsigned: Q4_0 and Q5_0 store `level + 8` and `level + 16` already, Q8_0 levels get
-//! 128 added (a sign-bit flip). The offset is taken back once per activation block:
-//! `Σ (x+o)·y − o·Σy`, the `o·Σy` seeding the accumulation. The integer sums are exact, so
-//! only the `f32` scaling and summing order differs from the AVX2 tiles.
+//! The 32-value block formats have no tiles here: ggml sums their products in eight 256-bit
+//! lanes, which the AVX2 tiles reproduce (with the EVEX `vpdpbusd` on these processors), and
+//! decoding one token with them ran as fast as with two blocks per 512-bit register.
 //!
 //! Every function here needs [`has_avx512`](super::features::Features::has_avx512) (and AVX2,
 //! FMA, F16C, which such processors have); the callers check it.
@@ -23,15 +19,12 @@ use std::arch::x86_64::*;
 
 use crate::cpu::kernels::dot::prefetch_next_tile;
 use crate::quants::half::{Bf16, Half};
-use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
-use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
-use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
 /// Activation rows per float tile: 4×6 accumulators, 4 weight vectors and one activation
 /// vector fill 29 of the 32 registers (tinyBLAS's shape).
 pub const FLOAT_COLS: usize = 6;
-/// Activation rows per block tile: 4×4 accumulators, the weights' levels and scales (and
-/// minimums), and one activation block pair's levels, scale and offset correction.
+/// Activation rows per tile of the small formats' AVX-512 tiles ([`super::dot_small`]): 4×4
+/// accumulators, the weights' levels and scales, and one activation block's levels and scale.
 pub const BLOCK_COLS: usize = 4;
 
 // ---------------------------------------------------------------------------------------------
@@ -287,18 +280,7 @@ unsafe fn bf16_widened<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[
 }
 
 // ---------------------------------------------------------------------------------------------
-// Block formats
-
-/// Two blocks side by side in one register: 64 byte levels (block b in the low half, block
-/// b + 1 in the high half) and per half that block's scale in all 8 lanes; for the affine
-/// formats also the weights' minimums (in lanes 0 and 8, zeros elsewhere) or the activations'
-/// sums `d·Σq` (per half, like the scales). A lone last block leaves the high half zero.
-#[derive(Clone, Copy)]
-struct Pair {
-    q: __m512i,
-    d: __m512,
-    extra: __m512,
-}
+// Blocks of 32 values in 512-bit registers, for the panels and the small formats' tiles
 
 /// Two binary16 values as `f32` in the low lanes.
 #[inline]
@@ -313,14 +295,6 @@ fn two_halves(a: Half, b: Half) -> __m128 {
 pub(super) fn pair_scales(a: Half, b: Half) -> __m512 {
     let index = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     _mm512_permutexvar_ps(index, _mm512_castps128_ps512(two_halves(a, b)))
-}
-
-/// `a` in lane 0, `b` in lane 8, zeros elsewhere: one `m·s` per block.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn pair_minimums(a: Half, b: Half) -> __m512 {
-    let index = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    _mm512_maskz_permutexvar_ps(0x0101, index, _mm512_castps128_ps512(two_halves(a, b)))
 }
 
 /// The 32 byte levels of block b and (when there is one) b + 1.
@@ -360,212 +334,6 @@ pub(super) fn five_bit_pair(a: (&[u8; 16], [u8; 4]), b: Option<(&[u8; 16], [u8; 
     _mm512_or_si512(nibbles_pair(a.0, b.map(|b| b.0)), sixteens)
 }
 
-/// R×C products of the weight `rows` (of `nb` blocks each, the length of the first), the next
-/// tile's rows prefetched as it goes: `x(r, b, two)` gives the weights' unsigned levels (standing
-/// for `level − OFFSET`) of block b (and b + 1 when `two`), `y(c, b, two)` the activations'.
-/// With `AFFINE`, each block also adds `m·s` (the pairs' `extra`).
-// Rows and columns index the accumulator grid together.
-#[allow(clippy::needless_range_loop)]
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-fn block_tile<T, const R: usize, const C: usize, const OFFSET: u8, const AFFINE: bool>(
-    rows: &[&[T]; R],
-    x: impl Fn(usize, usize, bool) -> Pair,
-    y: impl Fn(usize, usize, bool) -> Pair,
-) -> [[f32; C]; R] {
-    let nb = rows[0].len();
-    let mut acc = [[_mm512_setzero_ps(); C]; R];
-    // A macro rather than a closure, as in `float_tile`.
-    macro_rules! step {
-        ($b:expr, $two:expr) => {{
-            let (b, two) = ($b, $two);
-            prefetch_next_tile(rows, b, 1 + usize::from(two));
-            let mut xv = [x(0, b, two); R];
-            for r in 1..R {
-                xv[r] = x(r, b, two);
-            }
-            for c in 0..C {
-                let yv = y(c, b, two);
-                // −OFFSET·Σy per 4 bytes: where every row's sums start
-                let zero = _mm512_setzero_si512();
-                let seed = if OFFSET == 0 {
-                    zero
-                } else {
-                    _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(OFFSET as i8), yv.q))
-                };
-                for r in 0..R {
-                    let sums = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, xv[r].q, yv.q));
-                    acc[r][c] = _mm512_fmadd_ps(sums, _mm512_mul_ps(xv[r].d, yv.d), acc[r][c]);
-                    if AFFINE {
-                        acc[r][c] = _mm512_fmadd_ps(xv[r].extra, yv.extra, acc[r][c]);
-                    }
-                }
-            }
-        }};
-    }
-    let mut b = 0;
-    while b + 2 <= nb {
-        step!(b, true);
-        b += 2;
-    }
-    if b < nb {
-        step!(b, false);
-    }
-    sums(&acc)
-}
-
-/// Block b of `row`, and b + 1 when `two`, without bounds checks (two per row and column of
-/// every step of a tile, where the tile's contract already bounds them).
-///
-/// # Safety
-/// `b < row.len()`, and `b + 1 < row.len()` when `two`.
-#[inline]
-unsafe fn blocks<T>(row: &[T], b: usize, two: bool) -> (&T, Option<&T>) {
-    debug_assert!(b + usize::from(two) < row.len());
-    // SAFETY: the caller's contract.
-    unsafe { (row.get_unchecked(b), if two { Some(row.get_unchecked(b + 1)) } else { None }) }
-}
-
-/// A scale of the second block, or zero without one.
-#[inline]
-fn second<T>(hi: Option<&T>, field: impl Fn(&T) -> Half) -> Half {
-    hi.map_or(Half::default(), field)
-}
-
-/// A pair of Q8_0 blocks.
-///
-/// # Safety
-/// As for [`blocks`].
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-unsafe fn q8_0_pair(row: &[BlockQ8_0], b: usize, two: bool) -> Pair {
-    // SAFETY: the tile walks blocks below the rows' common length (its contract).
-    let (lo, hi) = unsafe { blocks(row, b, two) };
-    Pair {
-        q: bytes_pair(&lo.qs, hi.map(|h| &h.qs)),
-        d: pair_scales(lo.d, second(hi, |h| h.d)),
-        extra: _mm512_setzero_ps(),
-    }
-}
-
-/// A pair of Q8_1 blocks, with their sums.
-///
-/// # Safety
-/// As for [`blocks`].
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-unsafe fn q8_1_pair(row: &[BlockQ8_1], b: usize, two: bool) -> Pair {
-    // SAFETY: the tile walks blocks below the rows' common length (its contract).
-    let (lo, hi) = unsafe { blocks(row, b, two) };
-    Pair {
-        q: bytes_pair(&lo.qs, hi.map(|h| &h.qs)),
-        d: pair_scales(lo.d, second(hi, |h| h.d)),
-        extra: pair_scales(lo.s, second(hi, |h| h.s)),
-    }
-}
-
-/// Q4_0 by Q8_0: levels 0..15 standing for −8..7.
-///
-/// # Safety
-/// As for [`f32_tile`] (rows of the same number of blocks).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q4_0_tile<const R: usize, const C: usize>(x: &[&[BlockQ4_0]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-    let weights = |r: usize, b: usize, two: bool| {
-        // SAFETY: the tile walks blocks below the rows' common length (its contract).
-        let (lo, hi) = unsafe { blocks(x[r], b, two) };
-        Pair {
-            q: nibbles_pair(&lo.qs, hi.map(|h| &h.qs)),
-            d: pair_scales(lo.d, second(hi, |h| h.d)),
-            extra: _mm512_setzero_ps(),
-        }
-    };
-    block_tile::<_, R, C, 8, false>(x, weights, |c, b, two| {
-        // SAFETY: the tile walks blocks below the rows' common length (its contract).
-        unsafe { q8_0_pair(y[c], b, two) }
-    })
-}
-
-/// Q5_0 by Q8_0: levels 0..31 standing for −16..15.
-///
-/// # Safety
-/// As for [`f32_tile`] (rows of the same number of blocks).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q5_0_tile<const R: usize, const C: usize>(x: &[&[BlockQ5_0]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-    let weights = |r: usize, b: usize, two: bool| {
-        // SAFETY: the tile walks blocks below the rows' common length (its contract).
-        let (lo, hi) = unsafe { blocks(x[r], b, two) };
-        Pair {
-            q: five_bit_pair((&lo.qs, lo.qh), hi.map(|h| (&h.qs, h.qh))),
-            d: pair_scales(lo.d, second(hi, |h| h.d)),
-            extra: _mm512_setzero_ps(),
-        }
-    };
-    block_tile::<_, R, C, 16, false>(x, weights, |c, b, two| {
-        // SAFETY: the tile walks blocks below the rows' common length (its contract).
-        unsafe { q8_0_pair(y[c], b, two) }
-    })
-}
-
-/// Q8_0 by Q8_0: signed levels, made unsigned by adding 128.
-///
-/// # Safety
-/// As for [`f32_tile`] (rows of the same number of blocks).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q8_0_tile<const R: usize, const C: usize>(x: &[&[BlockQ8_0]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
-    let weights = |r: usize, b: usize, two: bool| {
-        // SAFETY: the tile walks blocks below the rows' common length (its contract).
-        let p = unsafe { q8_0_pair(x[r], b, two) };
-        // Flipping the sign bit adds 128 to a signed byte read as unsigned.
-        Pair { q: _mm512_xor_si512(p.q, _mm512_set1_epi8(i8::MIN)), ..p }
-    };
-    block_tile::<_, R, C, 128, false>(x, weights, |c, b, two| {
-        // SAFETY: the tile walks blocks below the rows' common length (its contract).
-        unsafe { q8_0_pair(y[c], b, two) }
-    })
-}
-
-/// Q4_1 by Q8_1: `d·level + m`.
-///
-/// # Safety
-/// As for [`f32_tile`] (rows of the same number of blocks).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q4_1_tile<const R: usize, const C: usize>(x: &[&[BlockQ4_1]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
-    let weights = |r: usize, b: usize, two: bool| {
-        // SAFETY: the tile walks blocks below the rows' common length (its contract).
-        let (lo, hi) = unsafe { blocks(x[r], b, two) };
-        Pair {
-            q: nibbles_pair(&lo.qs, hi.map(|h| &h.qs)),
-            d: pair_scales(lo.d, second(hi, |h| h.d)),
-            extra: pair_minimums(lo.m, second(hi, |h| h.m)),
-        }
-    };
-    block_tile::<_, R, C, 0, true>(x, weights, |c, b, two| {
-        // SAFETY: the tile walks blocks below the rows' common length (its contract).
-        unsafe { q8_1_pair(y[c], b, two) }
-    })
-}
-
-/// Q5_1 by Q8_1: `d·level + m`, 5-bit levels.
-///
-/// # Safety
-/// As for [`f32_tile`] (rows of the same number of blocks).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub unsafe fn q5_1_tile<const R: usize, const C: usize>(x: &[&[BlockQ5_1]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
-    let weights = |r: usize, b: usize, two: bool| {
-        // SAFETY: the tile walks blocks below the rows' common length (its contract).
-        let (lo, hi) = unsafe { blocks(x[r], b, two) };
-        Pair {
-            q: five_bit_pair((&lo.qs, lo.qh), hi.map(|h| (&h.qs, h.qh))),
-            d: pair_scales(lo.d, second(hi, |h| h.d)),
-            extra: pair_minimums(lo.m, second(hi, |h| h.m)),
-        }
-    };
-    block_tile::<_, R, C, 0, true>(x, weights, |c, b, two| {
-        // SAFETY: the tile walks blocks below the rows' common length (its contract).
-        unsafe { q8_1_pair(y[c], b, two) }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -573,31 +341,12 @@ mod tests {
     use crate::cpu::kernels::dot::{self, DotKernel, MAX_ROWS, MAX_WIDE_COLS, VecDot};
     use crate::cpu::kernels::features::features;
     use crate::quants::half::{fp32_to_bf16, fp32_to_fp16};
-    use crate::quants::{BlockFormat, quantize_row};
 
     use crate::cpu::kernels::dot_iq::test_support::values;
 
     fn bytes<T>(v: &[T]) -> &[u8] {
         // SAFETY (test): the formats are plain data; the view covers the same memory.
         unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-    }
-
-    fn quantized<B: BlockFormat>(v: &[f32]) -> Vec<B> {
-        let mut b = vec![B::default(); v.len() / B::QK];
-        quantize_row(v, &mut b);
-        b
-    }
-
-    fn q8_0(v: &[f32]) -> Vec<BlockQ8_0> {
-        let mut b = vec![BlockQ8_0::default(); v.len() / 32];
-        dot::quantize_row_q8_0(v, &mut b);
-        b
-    }
-
-    fn q8_1(v: &[f32]) -> Vec<BlockQ8_1> {
-        let mut b = vec![BlockQ8_1::default(); v.len() / 32];
-        dot::quantize_row_q8_1(v, &mut b);
-        b
     }
 
     fn close(a: f32, b: f32, n: usize) -> bool {
@@ -723,44 +472,6 @@ mod tests {
                 at_every_offset(&bx, &by, |x, y| unsafe { bf16_dot_pairs::<2, 3>(x, y) });
             }
         }
-    }
-
-    #[test]
-    fn block_tiles_match_scalar_and_avx2() {
-        if !crate::cpu::kernels::features::has_avx512() {
-            return;
-        }
-        // odd block counts end on a lone block
-        for nb in [1usize, 2, 3, 8, 9] {
-            let n = 32 * nb;
-            let (xs, ys) = (rows(n, 4, 7), rows(n, MAX_WIDE_COLS as u32, 200));
-            let y0: Vec<Vec<BlockQ8_0>> = ys.iter().map(|v| q8_0(v)).collect();
-            let y1: Vec<Vec<BlockQ8_1>> = ys.iter().map(|v| q8_1(v)).collect();
-            check::<BlockQ4_0>(n, &xs.iter().map(|v| quantized(v)).collect::<Vec<_>>(), &y0);
-            check::<BlockQ5_0>(n, &xs.iter().map(|v| quantized(v)).collect::<Vec<_>>(), &y0);
-            check::<BlockQ8_0>(n, &xs.iter().map(|v| quantized(v)).collect::<Vec<_>>(), &y0);
-            check::<BlockQ4_1>(n, &xs.iter().map(|v| quantized(v)).collect::<Vec<_>>(), &y1);
-            check::<BlockQ5_1>(n, &xs.iter().map(|v| quantized(v)).collect::<Vec<_>>(), &y1);
-        }
-    }
-
-    #[test]
-    fn extreme_levels_sum_exactly() {
-        if !crate::cpu::kernels::features::has_avx512() {
-            return;
-        }
-        // -128 and 127 everywhere: the largest byte products, where an offset or a
-        // saturating sum would show.
-        let one = Half::from_f32(1.0);
-        let x = vec![BlockQ8_0 { d: one, qs: [0x80; 32] }; 3];
-        let y = vec![BlockQ8_0 { d: one, qs: [0x7f; 32] }; 3];
-        // SAFETY: AVX-512 was checked; the rows have the same length.
-        let got = unsafe { q8_0_tile::<1, 1>(&[&x], &[&y]) };
-        assert_eq!(got[0][0], (-128 * 127 * 32 * 3) as f32);
-        let x = vec![BlockQ5_0 { d: one, qh: [0xff; 4], qs: [0xff; 16] }; 3];
-        // SAFETY: as above.
-        let got = unsafe { q5_0_tile::<1, 1>(&[&x], &[&y]) };
-        assert_eq!(got[0][0], (15 * 127 * 32 * 3) as f32);
     }
 
     #[test]

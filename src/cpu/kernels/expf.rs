@@ -40,6 +40,9 @@ const SPLIT_SCALE: f32 = 126.0;
 const SATURATE: f32 = 192.0;
 
 /// The AVX2 form of ggml's `e^x`, in each of eight lanes.
+///
+/// # Safety
+/// The processor has AVX2 and FMA (callers without those features enabled must check).
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2,fma")]
@@ -78,6 +81,10 @@ pub fn exp8(x: __m256) -> __m256 {
 }
 
 /// The AVX-512 form of ggml's `e^x`, in each of sixteen lanes.
+///
+/// # Safety
+/// The processor has AVX-512 F and DQ, AVX2 and FMA (callers without those features enabled
+/// must check).
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512dq,avx2,fma")]
@@ -165,7 +172,7 @@ mod tests {
         xs.extend((0..400).map(|i| -3.0 + i as f32 * 0.015));
         xs.extend([0.0, -0.0, 1.0, -1.0, 88.3, 88.7, 88.73, 89.0, -87.3, -87.4, -103.0, -103.9, -104.5, 133.0, -140.0]);
         xs.extend([f32::INFINITY, f32::NEG_INFINITY, f32::NAN, f32::MAX, f32::MIN, f32::from_bits(1)]);
-        while xs.len() % 16 != 0 {
+        while !xs.len().is_multiple_of(16) {
             xs.push(0.5);
         }
         xs
@@ -180,7 +187,9 @@ mod tests {
     #[test]
     fn both_forms_match_their_models_and_stay_close_to_libm() {
         let xs = inputs();
-        let mut forms: Vec<(&str, Vec<f32>, fn(f32) -> f32)> = Vec::new();
+        // (name, results over the inputs, the scalar model)
+        type Form = (&'static str, Vec<f32>, fn(f32) -> f32);
+        let mut forms: Vec<Form> = Vec::new();
         if features().has_avx2_fma() {
             let mut ys = vec![0.0f32; xs.len()];
             for (x, y) in xs.chunks_exact(8).zip(ys.chunks_exact_mut(8)) {

@@ -3,15 +3,16 @@
 //!
 //! A panel block (one 32-value unit) holds the 16 rows' signed byte levels, interleaved four at a time: one
 //! register holds the same four levels of all sixteen rows. Four levels of one activation row,
-//! broadcast against it, give sixteen rows' partial sums; a block's eight `vpdpbusd` sum the
-//! whole block in integers, and only then is it scaled, once per 16 rows and block (the block
-//! tiles of `dot_avx512` convert and scale once per row and block pair).
+//! broadcast against it, give sixteen rows' partial sums. For Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0
+//! each of a block's eight `vpdpbusd` is scaled into its own running sum, which is ggml's
+//! arithmetic for them ([`lane_tile`]); for the other formats the eight sum the whole block in
+//! integers, and only then is it scaled, once per 16 rows and block ([`block_tile`]).
 //!
 //! `vpdpbusd` multiplies unsigned by signed bytes. The weights are the signed side here; the
 //! activations are quantized to Q8_0 (Q8_1 for the affine formats) exactly as for the other
 //! kernels and stored with 128 added, and the panel seeds each block's sums with `−128·Σw`,
-//! which takes the offset back. The integer sums are exact, so results differ from the block
-//! tiles' only in the order of the `f32` sums.
+//! which takes the offset back (per register of levels for the lane sums). The integer sums are
+//! exact, so only the `f32` arithmetic decides how results round.
 //!
 //! An activation row is its levels (32 bytes per block), then the blocks' scales as `f32`,
 //! then (Q8_1) the blocks' sums `d·Σq` as `f32`: a Q1_0 or Q2_0 block meets several Q8_0 blocks,
@@ -32,17 +33,22 @@ use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
 /// One unit of a decoded panel: 8 registers of levels (four levels of each of the 16 rows
-/// per register), then the rows' scales, the seeds `−128·Σw`, and the rows' minimums.
+/// per register), then the rows' scales, the seeds `−128·Σw`, the rows' minimums, and, for
+/// the formats summed in lane chains, the seeds of each register of levels.
 const LEVELS: usize = 0;
 const SCALES: usize = 8 * 64;
 const SEEDS: usize = SCALES + 64;
 const MINIMUMS: usize = SEEDS + 64;
-const PANEL_BLOCK_BYTES: usize = MINIMUMS + 64;
+const GROUP_SEEDS: usize = MINIMUMS + 64;
+const PANEL_BLOCK_BYTES: usize = GROUP_SEEDS + 8 * 64;
 
 /// A weight format the panels decode.
 pub(super) trait Format: Copy {
     /// Whether each block adds `m·Σy` (Q4_1, Q5_1: activations in Q8_1).
     const AFFINE: bool;
+    /// Whether products are summed in ggml's lane chains (see [`lane_tile`]): the formats
+    /// whose ggml dot products on x86 (and tinyBLAS's, for batches) all sum that way.
+    const LANE_CHAINS: bool = false;
     /// 32-value units per block, all under the block's scale.
     const UNITS: usize = 1;
 
@@ -81,6 +87,7 @@ fn centred(levels: __m512i, offset: i8) -> __m512i {
 
 impl Format for BlockQ4_0 {
     const AFFINE: bool = false;
+    const LANE_CHAINS: bool = true;
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
@@ -97,6 +104,7 @@ impl Format for BlockQ4_0 {
 
 impl Format for BlockQ4_1 {
     const AFFINE: bool = true;
+    const LANE_CHAINS: bool = true;
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
@@ -117,6 +125,7 @@ impl Format for BlockQ4_1 {
 
 impl Format for BlockQ5_0 {
     const AFFINE: bool = false;
+    const LANE_CHAINS: bool = true;
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
@@ -133,6 +142,7 @@ impl Format for BlockQ5_0 {
 
 impl Format for BlockQ5_1 {
     const AFFINE: bool = true;
+    const LANE_CHAINS: bool = true;
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
@@ -153,6 +163,7 @@ impl Format for BlockQ5_1 {
 
 impl Format for BlockQ8_0 {
     const AFFINE: bool = false;
+    const LANE_CHAINS: bool = true;
 
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
@@ -331,10 +342,11 @@ impl<F: Format> Kind for Blocks<F> {
         let rows = acts.map(|a| ActRow::at(a, n));
         // SAFETY: the caller's contract.
         unsafe {
-            if F::AFFINE {
-                block_tile::<C, true>(panel, n / 32, &rows)
-            } else {
-                block_tile::<C, false>(panel, n / 32, &rows)
+            match (F::LANE_CHAINS, F::AFFINE) {
+                (true, true) => lane_tile::<C, true>(panel, n / 32, &rows),
+                (true, false) => lane_tile::<C, false>(panel, n / 32, &rows),
+                (false, true) => block_tile::<C, true>(panel, n / 32, &rows),
+                (false, false) => block_tile::<C, false>(panel, n / 32, &rows),
             }
         }
     }
@@ -379,6 +391,14 @@ unsafe fn decode_rows<F: Format>(rows: &[&[F]], nb: usize, panel: *mut u8) {
             for (g, &w) in words[half * 8..half * 8 + 8].iter().enumerate() {
                 // SAFETY: inside the panel block, on a cache line.
                 unsafe { _mm512_store_si512(base.add(LEVELS + g * 64).cast(), w) };
+                if F::LANE_CHAINS {
+                    let seeds = _mm512_sub_epi32(
+                        _mm512_setzero_si512(),
+                        _mm512_slli_epi32::<7>(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, w)),
+                    );
+                    // SAFETY: inside the panel block, on a cache line.
+                    unsafe { _mm512_store_si512(base.add(GROUP_SEEDS + g * 64).cast(), seeds) };
+                }
                 sums = _mm512_dpbusd_epi32(sums, ones, w);
             }
             let seeds = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32::<7>(sums));
@@ -439,4 +459,94 @@ unsafe fn block_tile<const C: usize, const AFFINE: bool>(
         }
     }
     acc
+}
+
+/// The panel's 16 rows by `C` activation rows, summed as ggml's x86 dot products and
+/// tinyBLAS's block tiles sum them, so that the results are theirs to the last bit.
+///
+/// There, a block's 32 byte products are summed in integers four at a time (one 32-bit lane
+/// each), the eight lane sums converted to `f32` and each multiplied by the block's two
+/// scales and added into its own running sum with one FMA; after the last block the eight
+/// running sums are added as `((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7))`, and the
+/// affine formats add the chain of `m·s` FMAs last. Here each of the eight lanes is a
+/// register of levels (one per 16 rows), so a block takes eight conversions and FMAs per
+/// column instead of one: about twice the arithmetic of [`block_tile`], paid for results that
+/// do not depend on which library computed them.
+///
+/// # Safety
+/// As for [`Kind::tile`].
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn lane_tile<const C: usize, const AFFINE: bool>(
+    panel: *const u8,
+    nb: usize,
+    acts: &[ActRow; C],
+) -> [__m512; C] {
+    let mut out = [_mm512_setzero_ps(); C];
+    // two columns a pass: 16 chains and 2 minimum sums in registers
+    let mut c = 0;
+    while c < C {
+        // SAFETY: the caller's contract.
+        unsafe {
+            if c + 1 < C {
+                [out[c], out[c + 1]] = lane_chains::<2, AFFINE>(panel, nb, [acts[c], acts[c + 1]]);
+            } else {
+                [out[c]] = lane_chains::<1, AFFINE>(panel, nb, [acts[c]]);
+            }
+        }
+        c += 2;
+    }
+    out
+}
+
+/// [`lane_tile`] for `K` columns.
+///
+/// # Safety
+/// As for [`Kind::tile`].
+// Columns index the chains and activation rows together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn lane_chains<const K: usize, const AFFINE: bool>(
+    panel: *const u8,
+    nb: usize,
+    acts: [ActRow; K],
+) -> [__m512; K] {
+    let mut chains = [[_mm512_setzero_ps(); 8]; K];
+    let mut minimums = [_mm512_setzero_ps(); K];
+    for b in 0..nb {
+        // SAFETY: block b < nb of the panel, on a cache line; the activations' block b
+        // (the caller's contract).
+        unsafe {
+            let base = panel.add(b * PANEL_BLOCK_BYTES);
+            let d = _mm512_load_ps(base.add(SCALES).cast());
+            let scales: [__m512; K] = std::array::from_fn(|k| _mm512_mul_ps(d, _mm512_set1_ps(*acts[k].scales.add(b))));
+            for g in 0..8 {
+                let w = _mm512_load_si512(base.add(LEVELS + g * 64).cast());
+                let seeds = _mm512_load_si512(base.add(GROUP_SEEDS + g * 64).cast());
+                for k in 0..K {
+                    let y = acts[k].levels.add(b * 32 + g * 4).cast::<i32>().read_unaligned();
+                    let sums = _mm512_dpbusd_epi32(seeds, _mm512_set1_epi32(y), w);
+                    chains[k][g] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scales[k], chains[k][g]);
+                }
+            }
+            if AFFINE {
+                let m = _mm512_load_ps(base.add(MINIMUMS).cast());
+                for k in 0..K {
+                    minimums[k] = _mm512_fmadd_ps(m, _mm512_set1_ps(*acts[k].sums.add(b)), minimums[k]);
+                }
+            }
+        }
+    }
+    std::array::from_fn(|k| {
+        let s = &chains[k];
+        let (s0, s1, s2, s3) = (
+            _mm512_add_ps(s[0], s[4]),
+            _mm512_add_ps(s[1], s[5]),
+            _mm512_add_ps(s[2], s[6]),
+            _mm512_add_ps(s[3], s[7]),
+        );
+        let total = _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
+        if AFFINE { _mm512_add_ps(total, minimums[k]) } else { total }
+    })
 }

@@ -640,6 +640,67 @@ mod tests {
         }
     }
 
+    /// The block formats that sum in ggml's lane chains: each panel sum against the dot
+    /// product tiles' (which follow ggml's arithmetic, see `dot`'s tests), bit for bit, over
+    /// 15 rows (a panel's last rows read as zero), 7 columns (pairs of columns, then one) and
+    /// 9 blocks.
+    #[test]
+    fn lane_chain_panels_sum_as_the_dot_products() {
+        use crate::cpu::kernels::dot::{self, DotKernel};
+        use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
+        use crate::quants::{BlockFormat, quantize_row};
+        fn plain_bytes<T>(v: &[T]) -> &[u8] {
+            // SAFETY (test): the block formats are plain bytes; the view covers the same memory.
+            unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+        }
+        fn check<F: blocks::Format + BlockFormat>(ty: Type) {
+            let n = 9 * 32;
+            let value = |i: usize| (((i * 7919) % 263) as f32 - 131.0) / 37.0;
+            let rows: Vec<Vec<F>> = (0..15)
+                .map(|r| {
+                    let x: Vec<f32> = (0..n).map(|i| value(i + 1000 * r)).collect();
+                    let mut q = vec![F::default(); n / 32];
+                    quantize_row(&x, &mut q);
+                    q
+                })
+                .collect();
+            let starts: Vec<*const u8> = rows.iter().map(|r| r.as_ptr().cast()).collect();
+            let columns: [Vec<f32>; 7] = std::array::from_fn(|c| (0..n).map(|i| value(3 * i + 77 * c)).collect());
+            let got = sums::<blocks::Blocks<F>, 7>(&starts, n, &columns);
+            let kernel = DotKernel::for_type(ty).expect("a kernel");
+            for (c, column) in columns.iter().enumerate() {
+                // the activations as the dot products take them
+                let y: Vec<u8> = if F::AFFINE {
+                    let mut b = vec![BlockQ8_1::default(); n / 32];
+                    dot::quantize_row_q8_1(column, &mut b);
+                    plain_bytes(&b).to_vec()
+                } else {
+                    let mut b = vec![BlockQ8_0::default(); n / 32];
+                    dot::quantize_row_q8_0(column, &mut b);
+                    plain_bytes(&b).to_vec()
+                };
+                for (r, row) in rows.iter().enumerate() {
+                    let want = kernel.dot(n, plain_bytes(row), &y, true);
+                    assert_eq!(
+                        got[c][r].to_bits(),
+                        want.to_bits(),
+                        "{} row {r} column {c}: {} vs {want}",
+                        ty.name(),
+                        got[c][r]
+                    );
+                }
+            }
+        }
+        if !has_avx512() {
+            return;
+        }
+        check::<crate::quants::q4::BlockQ4_0>(Type::Q4_0);
+        check::<crate::quants::q4::BlockQ4_1>(Type::Q4_1);
+        check::<crate::quants::q5::BlockQ5_0>(Type::Q5_0);
+        check::<crate::quants::q5::BlockQ5_1>(Type::Q5_1);
+        check::<crate::quants::q8::BlockQ8_0>(Type::Q8_0);
+    }
+
     #[test]
     fn transpose_moves_word_j_of_row_r_to_word_r_of_row_j() {
         if !has_avx512() {
