@@ -9,8 +9,12 @@
 //! widened and FMA'd otherwise. Row tails shorter than a vector are read with masked loads.
 //!
 //! The 32-value block formats have no tiles here: ggml sums their products in eight 256-bit
-//! lanes, which the AVX2 tiles reproduce (with the EVEX `vpdpbusd` on these processors), and
-//! decoding one token with them ran as fast as with two blocks per 512-bit register.
+//! lanes, which the AVX2 tiles reproduce (with the EVEX `vpdpbusd` on these processors). That
+//! costs plain rows some speed against the earlier tiles of two blocks per 512-bit register,
+//! which summed in their own order (4096×4096 by one column, 8 copies streamed from memory,
+//! one thread, µs: Q4_0 8255 → 9347, Q4_1 10378 → 11581, Q8_0 10034 → 10643, Q5_0 7258 →
+//! 13208; ggml 12621–18855); weights in the CPU_REPACK buffer, llama.cpp's default, do not
+//! come here.
 //!
 //! Every function here needs [`has_avx512`](super::features::Features::has_avx512) (and AVX2,
 //! FMA, F16C, which such processors have); the callers check it.
