@@ -18,9 +18,9 @@
 //! decodes each weight block once for several columns and loads each activation block once
 //! for several rows. The scalar path is the reference; the AVX2 path is chosen at run time,
 //! and on processors with AVX-VNNI the integer tiles sum byte products with `vpdpbusd`
-//! (the same sums, so the same results). The AVX2 tiles of the 32-value block formats sum as
-//! ggml's x86 builds do, in eight lane chains, so their results are ggml's bit for bit (on
-//! AVX-512 processors too, where ggml keeps these 256-bit loops).
+//! (the same sums, so the same results). The SIMD tiles of the 32-value block formats (AVX2,
+//! and `dot_avx512`'s lane tiles) sum as ggml's x86 builds do, in eight lane chains, so their
+//! results are ggml's bit for bit.
 //!
 //! [`quantize_row_q8_0`] and [`quantize_row_q8_1`] convert activations: they produce the bytes
 //! of ggml's CPU quantizers on x86 (scale `127/amax`, rounding half to even), on both paths.
@@ -414,6 +414,15 @@ unsafe impl VecDot for BlockQ4_0 {
     }
 
     #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::q4_0_lanes(x, y) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX2; block indices stay below the common length.
         unsafe {
@@ -447,6 +456,15 @@ unsafe impl VecDot for BlockQ4_1 {
             sum += (bx.d.to_f32() * by.d.to_f32()) * sumi as f32 + bx.m.to_f32() * by.s.to_f32();
         }
         sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::q4_1_lanes(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -485,6 +503,15 @@ unsafe impl VecDot for BlockQ5_0 {
             sum += block_sum(level, &by.qs) as f32 * (bx.d.to_f32() * by.d.to_f32());
         }
         sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::q5_0_lanes(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -528,6 +555,15 @@ unsafe impl VecDot for BlockQ5_1 {
     }
 
     #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::q5_1_lanes(x, y) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
         // SAFETY: as for BlockQ4_0.
         unsafe {
@@ -560,6 +596,15 @@ unsafe impl VecDot for BlockQ8_0 {
             sum += sumi as f32 * (bx.d.to_f32() * by.d.to_f32());
         }
         sum
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
+        // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
+        unsafe { super::dot_avx512::q8_0_lanes(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -1412,34 +1457,34 @@ mod tests {
         (s[0] + s[2]) + (s[1] + s[3]) + minimums
     }
 
-    /// Every SIMD tile shape of `T` against [`lane_chains`], bit for bit.
+    /// SIMD tiles of `T` (4×2, and 3×4 with its lone last row where AVX-512 tiles take four
+    /// columns) and the single product against [`lane_chains`], bit for bit.
     fn check_lane_chains<T: VecDot + Levels + BlockFormat>(to_y: impl Fn(&[f32]) -> (Vec<T::Rhs>, Vec<f32>))
     where
         T::Rhs: Levels,
     {
         // 9 blocks: no multiple of any unrolling
         let n = 9 * 32;
-        let xs: Vec<Vec<T>> = (0..MAX_ROWS as u32).map(|r| quantized::<T>(&values(n, 30 + r)).0).collect();
-        let ys: Vec<Vec<T::Rhs>> = (0..MAX_COLS as u32).map(|c| to_y(&values(n, 40 + c)).0).collect();
-        let x: [&[T]; MAX_ROWS] = std::array::from_fn(|r| xs[r].as_slice());
-        let y: [&[T::Rhs]; MAX_COLS] = std::array::from_fn(|c| ys[c].as_slice());
-        let got = T::tile::<MAX_ROWS, MAX_COLS>(&x, &y, true);
-        for r in 0..MAX_ROWS {
-            for c in 0..MAX_COLS {
-                let want = lane_chains(x[r], y[c]);
-                assert_eq!(
-                    got[r][c].to_bits(),
-                    want.to_bits(),
-                    "{} {r},{c}: {} vs {want}",
-                    <T as VecDot>::TYPE.name(),
-                    got[r][c]
-                );
-                assert_eq!(
-                    T::dot(x[r], y[c], true).to_bits(),
-                    want.to_bits(),
-                    "{} dot {r},{c}",
-                    <T as VecDot>::TYPE.name()
-                );
+        let xs: Vec<Vec<T>> = (0..4).map(|r| quantized::<T>(&values(n, 30 + r)).0).collect();
+        let ys: Vec<Vec<T::Rhs>> = (0..4).map(|c| to_y(&values(n, 40 + c)).0).collect();
+        let x: [&[T]; 4] = std::array::from_fn(|r| xs[r].as_slice());
+        let y: [&[T::Rhs]; 4] = std::array::from_fn(|c| ys[c].as_slice());
+        let name = <T as VecDot>::TYPE.name();
+        let wide = T::tile::<3, 4>(&[x[0], x[1], x[2]], &y, true);
+        let narrow = T::tile::<4, 2>(&x, &[y[0], y[1]], true);
+        // the AVX2 tiles too, which the dispatch passes over on AVX-512 processors
+        let avx2 = T::tile_on::<4, 2>(Path(Kind::Avx2), &x, &[y[0], y[1]]);
+        for r in 0..4 {
+            for c in 0..4 {
+                let want = lane_chains(x[r], y[c]).to_bits();
+                assert_eq!(T::dot(x[r], y[c], true).to_bits(), want, "{name} dot {r},{c}");
+                if r < 3 {
+                    assert_eq!(wide[r][c].to_bits(), want, "{name} 3x4 {r},{c}");
+                }
+                if c < 2 {
+                    assert_eq!(narrow[r][c].to_bits(), want, "{name} 4x2 {r},{c}");
+                    assert_eq!(avx2[r][c].to_bits(), want, "{name} AVX2 4x2 {r},{c}");
+                }
             }
         }
     }

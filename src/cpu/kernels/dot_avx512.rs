@@ -8,13 +8,16 @@
 //! of exact products added in `f32`, denormal inputs read as zero, as ggml's tiles do there),
 //! widened and FMA'd otherwise. Row tails shorter than a vector are read with masked loads.
 //!
-//! The 32-value block formats have no tiles here: ggml sums their products in eight 256-bit
-//! lanes, which the AVX2 tiles reproduce (with the EVEX `vpdpbusd` on these processors). That
-//! costs plain rows some speed against the earlier tiles of two blocks per 512-bit register,
-//! which summed in their own order (4096×4096 by one column, 8 copies streamed from memory,
-//! one thread, µs: Q4_0 8255 → 9347, Q4_1 10378 → 11581, Q8_0 10034 → 10643, Q5_0 7258 →
-//! 13208; ggml 12621–18855); weights in the CPU_REPACK buffer, llama.cpp's default, do not
-//! come here.
+//! The lane tiles of the 32-value block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) sum as ggml
+//! does on x86, in eight lane chains per product (see `dot`), with the chains of two weight
+//! rows in one register: lanes 0..7 for one row, 8..15 for the next. Their byte products are
+//! summed with `vpdpbusd`, which multiplies unsigned by signed bytes, so the weights' levels are
+//! kept unsigned: Q4_0 and Q5_0 store `level + 8` and `level + 16` already, Q8_0 levels get 128
+//! added (a sign-bit flip); `offset·Σy` per four bytes seeds the sums, which takes it back.
+//! The AVX2 tiles sum the same way a row at a time; these build two rows' levels with 512-bit
+//! operations and were faster for generation's products (4096×4096 by one column, 8 copies
+//! streamed from memory, one thread, µs, AVX2 → these: Q4_0 9347 → 6295, Q4_1 11581 → 7678,
+//! Q5_0 13208 → 7748, Q8_0 10643 → 9469; ggml 13104–19816).
 //!
 //! Every function here needs [`has_avx512`](super::features::Features::has_avx512) (and AVX2,
 //! FMA, F16C, which such processors have); the callers check it.
@@ -23,12 +26,16 @@ use std::arch::x86_64::*;
 
 use crate::cpu::kernels::dot::prefetch_next_tile;
 use crate::quants::half::{Bf16, Half};
+use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
+use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
+use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
 /// Activation rows per float tile: 4×6 accumulators, 4 weight vectors and one activation
 /// vector fill 29 of the 32 registers (tinyBLAS's shape).
 pub const FLOAT_COLS: usize = 6;
-/// Activation rows per tile of the small formats' AVX-512 tiles ([`super::dot_small`]): 4×4
-/// accumulators, the weights' levels and scales, and one activation block's levels and scale.
+/// Activation rows per block tile (the lane tiles here, the small formats' in
+/// [`super::dot_small`]): the accumulators, the weights' levels and scales, and one activation
+/// block's levels, scale and offset correction.
 pub const BLOCK_COLS: usize = 4;
 
 // ---------------------------------------------------------------------------------------------
@@ -336,6 +343,231 @@ pub(super) fn five_bit_pair(a: (&[u8; 16], [u8; 4]), b: Option<(&[u8; 16], [u8; 
     let high = u64::from(u32::from_le_bytes(a.1)) | (b.map_or(0, |b| u64::from(u32::from_le_bytes(b.1))) << 32);
     let sixteens = _mm512_maskz_mov_epi8(high, _mm512_set1_epi8(0x10));
     _mm512_or_si512(nibbles_pair(a.0, b.map(|b| b.0)), sixteens)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lane tiles of the 32-value block formats
+
+/// One block of two weight rows (the second's half zero past the last row): unsigned levels
+/// standing for `level − offset`, the rows' scales (8 lanes each) and minimums (lanes 0, 1).
+#[derive(Clone, Copy)]
+struct RowPair {
+    q: __m512i,
+    d: __m512,
+    m: __m128,
+}
+
+/// One activation block: signed levels in both halves; scale in every lane of `d`, and
+/// (Q8_1) sum `d·Σq` in every lane of `s`.
+struct Column {
+    q: __m512i,
+    d: __m512,
+    s: __m128,
+}
+
+/// Adds the eight chains of each half as ggml's `hsum_float_8` does:
+/// `((c0 + c4) + (c2 + c6)) + ((c1 + c5) + (c3 + c7))`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn chain_sums(v: __m512) -> [f32; 2] {
+    let halves = [_mm512_castps512_ps256(v), _mm512_extractf32x8_ps::<1>(v)];
+    halves.map(|h| {
+        let s = _mm_add_ps(_mm256_extractf128_ps::<1>(h), _mm256_castps256_ps128(h));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+    })
+}
+
+/// R×C products in ggml's lane chains, the next tile's rows prefetched as it goes: `x(r, b)`
+/// gives block b of rows r and r + 1 (r even), `y(c, b)` block b of activation row c; with
+/// `AFFINE` each block also adds `m·s`, in a chain of its own (one per lane of a pair's `m`)
+/// added last.
+// Pairs and columns index the accumulator grid together.
+#[allow(clippy::needless_range_loop)]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn lane_tile<T, const R: usize, const C: usize, const OFFSET: u8, const AFFINE: bool>(
+    rows: &[&[T]; R],
+    x: impl Fn(usize, usize) -> RowPair,
+    y: impl Fn(usize, usize) -> Column,
+) -> [[f32; C]; R] {
+    // the pairs of rows: R = 4 fills two, R = 3 leaves the second half of the last empty
+    let pairs = R.div_ceil(2);
+    let mut acc = [[_mm512_setzero_ps(); C]; 2];
+    let mut minimums = [[_mm_setzero_ps(); C]; 2];
+    let empty = RowPair { q: _mm512_setzero_si512(), d: _mm512_setzero_ps(), m: _mm_setzero_ps() };
+    for b in 0..rows[0].len() {
+        prefetch_next_tile(rows, b, 1);
+        let mut xv = [empty; 2];
+        for p in 0..pairs {
+            xv[p] = x(2 * p, b);
+        }
+        for c in 0..C {
+            let yv = y(c, b);
+            // −offset·Σy per four bytes: where every row's sums start
+            let zero = _mm512_setzero_si512();
+            let seed = if OFFSET == 0 {
+                zero
+            } else {
+                _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(OFFSET as i8), yv.q))
+            };
+            for p in 0..pairs {
+                let sums = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(seed, xv[p].q, yv.q));
+                acc[p][c] = _mm512_fmadd_ps(sums, _mm512_mul_ps(xv[p].d, yv.d), acc[p][c]);
+                if AFFINE {
+                    minimums[p][c] = _mm_fmadd_ps(xv[p].m, yv.s, minimums[p][c]);
+                }
+            }
+        }
+    }
+    let mut out = [[0.0f32; C]; R];
+    for p in 0..pairs {
+        for c in 0..C {
+            let (two, mut m) = (chain_sums(acc[p][c]), [0.0f32; 4]);
+            // SAFETY: `m` holds four floats.
+            unsafe { _mm_storeu_ps(m.as_mut_ptr(), minimums[p][c]) };
+            for h in 0..2 {
+                if 2 * p + h < R {
+                    out[2 * p + h][c] = two[h] + m[h];
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Block b of rows r and r + 1 (when there is one), without bounds checks.
+///
+/// # Safety
+/// `b` is below the rows' length.
+#[inline]
+unsafe fn row_pair<'a, T, const R: usize>(x: &[&'a [T]; R], r: usize, b: usize) -> (&'a T, Option<&'a T>) {
+    // SAFETY: the caller's contract; r + 1 is checked against R.
+    unsafe { (x[r].get_unchecked(b), (r + 1 < R).then(|| x[r + 1].get_unchecked(b))) }
+}
+
+/// An activation block (Q8_0, or Q8_1 with its sum `s`) as the lane tiles take it.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn column(qs: &[u8; 32], d: Half, s: Half) -> Column {
+    // SAFETY: the array holds the 32 bytes read.
+    let q = _mm512_broadcast_i64x4(unsafe { _mm256_loadu_si256(qs.as_ptr().cast()) });
+    let ds = two_halves(d, s);
+    Column { q, d: _mm512_broadcastss_ps(ds), s: _mm_shuffle_ps::<0b01_01_01_01>(ds, ds) }
+}
+
+/// Q4_0 by Q8_0: levels 0..15 standing for −8..7.
+///
+/// # Safety
+/// As for [`f32_tile`] (rows of the same number of blocks).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q4_0_lanes<const R: usize, const C: usize>(
+    x: &[&[BlockQ4_0]; R],
+    y: &[&[BlockQ8_0]; C],
+) -> [[f32; C]; R] {
+    let weights = |r: usize, b: usize| {
+        // SAFETY: the tile walks blocks below the rows' common length (its contract).
+        let (a, n) = unsafe { row_pair(x, r, b) };
+        let d = pair_scales(a.d, n.map_or(Half::default(), |n| n.d));
+        RowPair { q: nibbles_pair(&a.qs, n.map(|n| &n.qs)), d, m: _mm_setzero_ps() }
+    };
+    lane_tile::<_, R, C, 8, false>(x, weights, |c, b| {
+        // SAFETY: as above.
+        let blk = unsafe { y[c].get_unchecked(b) };
+        column(&blk.qs, blk.d, Half::default())
+    })
+}
+
+/// Q5_0 by Q8_0: levels 0..31 standing for −16..15.
+///
+/// # Safety
+/// As for [`f32_tile`] (rows of the same number of blocks).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q5_0_lanes<const R: usize, const C: usize>(
+    x: &[&[BlockQ5_0]; R],
+    y: &[&[BlockQ8_0]; C],
+) -> [[f32; C]; R] {
+    let weights = |r: usize, b: usize| {
+        // SAFETY: the tile walks blocks below the rows' common length (its contract).
+        let (a, n) = unsafe { row_pair(x, r, b) };
+        let d = pair_scales(a.d, n.map_or(Half::default(), |n| n.d));
+        RowPair { q: five_bit_pair((&a.qs, a.qh), n.map(|n| (&n.qs, n.qh))), d, m: _mm_setzero_ps() }
+    };
+    lane_tile::<_, R, C, 16, false>(x, weights, |c, b| {
+        // SAFETY: as above.
+        let blk = unsafe { y[c].get_unchecked(b) };
+        column(&blk.qs, blk.d, Half::default())
+    })
+}
+
+/// Q8_0 by Q8_0: signed levels, made unsigned by adding 128.
+///
+/// # Safety
+/// As for [`f32_tile`] (rows of the same number of blocks).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q8_0_lanes<const R: usize, const C: usize>(
+    x: &[&[BlockQ8_0]; R],
+    y: &[&[BlockQ8_0]; C],
+) -> [[f32; C]; R] {
+    let weights = |r: usize, b: usize| {
+        // SAFETY: the tile walks blocks below the rows' common length (its contract).
+        let (a, n) = unsafe { row_pair(x, r, b) };
+        let d = pair_scales(a.d, n.map_or(Half::default(), |n| n.d));
+        // Flipping the sign bit adds 128 to a signed byte read as unsigned.
+        let q = _mm512_xor_si512(bytes_pair(&a.qs, n.map(|n| &n.qs)), _mm512_set1_epi8(i8::MIN));
+        RowPair { q, d, m: _mm_setzero_ps() }
+    };
+    lane_tile::<_, R, C, 128, false>(x, weights, |c, b| {
+        // SAFETY: as above.
+        let blk = unsafe { y[c].get_unchecked(b) };
+        column(&blk.qs, blk.d, Half::default())
+    })
+}
+
+/// Q4_1 by Q8_1: `d·level + m`.
+///
+/// # Safety
+/// As for [`f32_tile`] (rows of the same number of blocks).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q4_1_lanes<const R: usize, const C: usize>(
+    x: &[&[BlockQ4_1]; R],
+    y: &[&[BlockQ8_1]; C],
+) -> [[f32; C]; R] {
+    let weights = |r: usize, b: usize| {
+        // SAFETY: the tile walks blocks below the rows' common length (its contract).
+        let (a, n) = unsafe { row_pair(x, r, b) };
+        let d = pair_scales(a.d, n.map_or(Half::default(), |n| n.d));
+        let m = two_halves(a.m, n.map_or(Half::default(), |n| n.m));
+        RowPair { q: nibbles_pair(&a.qs, n.map(|n| &n.qs)), d, m }
+    };
+    lane_tile::<_, R, C, 0, true>(x, weights, |c, b| {
+        // SAFETY: as above.
+        let blk = unsafe { y[c].get_unchecked(b) };
+        column(&blk.qs, blk.d, blk.s)
+    })
+}
+
+/// Q5_1 by Q8_1: `d·level + m`, 5-bit levels.
+///
+/// # Safety
+/// As for [`f32_tile`] (rows of the same number of blocks).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+pub unsafe fn q5_1_lanes<const R: usize, const C: usize>(
+    x: &[&[BlockQ5_1]; R],
+    y: &[&[BlockQ8_1]; C],
+) -> [[f32; C]; R] {
+    let weights = |r: usize, b: usize| {
+        // SAFETY: the tile walks blocks below the rows' common length (its contract).
+        let (a, n) = unsafe { row_pair(x, r, b) };
+        let d = pair_scales(a.d, n.map_or(Half::default(), |n| n.d));
+        let m = two_halves(a.m, n.map_or(Half::default(), |n| n.m));
+        RowPair { q: five_bit_pair((&a.qs, a.qh), n.map(|n| (&n.qs, n.qh))), d, m }
+    };
+    lane_tile::<_, R, C, 0, true>(x, weights, |c, b| {
+        // SAFETY: as above.
+        let blk = unsafe { y[c].get_unchecked(b) };
+        column(&blk.qs, blk.d, blk.s)
+    })
 }
 
 #[cfg(test)]
