@@ -341,6 +341,24 @@ unsafe impl VecDot for Bf16 {
         unsafe { super::dot_avx512::bf16_tile(x, y) }
     }
 
+    /// One column, as ggml's `ggml_vec_dot_bf16` sums it (generation's product there), where
+    /// the processor has AVX512-BF16; the tiles otherwise.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn column_avx512(x: &[&[Bf16]], y: &[Bf16], out: &mut [f32]) {
+        let pairs = super::features::features().avx512bf16;
+        for (row, out) in x.iter().zip(out) {
+            // SAFETY: the caller vouches for AVX-512, AVX512-BF16 was checked; rows and
+            // column have the same length (`column_on` checked).
+            *out = unsafe {
+                if pairs {
+                    super::dot_avx512::bf16_vec_dot(row, y)
+                } else {
+                    Self::tile_avx512::<1, 1>(&[row], &[y])[0][0]
+                }
+            };
+        }
+    }
+
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
         if R * C == 1 {
@@ -1199,6 +1217,18 @@ fn erased_tile<T: VecDot>(n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32],
     // product took 1.95 ms so, 1.26 ms row by row, against ggml's 1.20).
     if cols == 1 && T::QK == QK_K {
         T::column_on(path, &x[..rows], y[0], out);
+        return;
+    }
+    // BF16 goes as ggml's one-column product sums it where ggml takes that: for one column,
+    // and for rows that are not whole steps of tinyBLAS's 32 values
+    if T::TYPE == Type::BF16 && (cols == 1 || !n.is_multiple_of(32)) {
+        let mut column = [0.0f32; MAX_PANEL_ROWS];
+        for (c, y) in y[..cols].iter().enumerate() {
+            T::column_on(path, &x[..rows], y, &mut column);
+            for (r, v) in column[..rows].iter().enumerate() {
+                out[r * cols + c] = *v;
+            }
+        }
         return;
     }
     for r0 in (0..rows).step_by(MAX_ROWS) {

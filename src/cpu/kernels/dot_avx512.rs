@@ -25,7 +25,7 @@
 use std::arch::x86_64::*;
 
 use crate::cpu::kernels::dot::prefetch_next_tile;
-use crate::quants::half::{Bf16, Half};
+use crate::quants::half::{Bf16, Half, bf16_to_fp32};
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
@@ -268,6 +268,36 @@ unsafe fn bf16_dot_pairs<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[
         |c, i, mask| load(y[c], i, mask),
         |a, b, acc| _mm512_dpbf16_ps(acc, a, b),
     )
+}
+
+/// One bfloat16 product as ggml's `ggml_vec_dot_bf16` computes it with AVX512-BF16, which
+/// ggml takes for one activation column: `vdpbf16ps` into two accumulators over steps of 64
+/// values (32 each), each accumulator reduced and the two added in `f64`, the last values'
+/// products (in `f32`) added in `f64` one at a time, the sum rounded to `f32` at the end.
+///
+/// # Safety
+/// The processor has AVX-512 (as for [`f32_tile`]) and AVX512-BF16; the rows have the same
+/// length.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")]
+pub unsafe fn bf16_vec_dot(x: &[Bf16], y: &[Bf16]) -> f32 {
+    debug_assert_eq!(x.len(), y.len());
+    // SAFETY: 32 values from `at` lie in the row (the loop's bound); the transmute reads 512
+    // bits of bfloat16 lanes as such.
+    let load = |row: &[Bf16], at: usize| unsafe {
+        std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(row.as_ptr().add(at).cast()))
+    };
+    let (mut c1, mut c2) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+    let mut i = 0;
+    while i + 64 <= x.len() {
+        c1 = _mm512_dpbf16_ps(c1, load(x, i), load(y, i));
+        c2 = _mm512_dpbf16_ps(c2, load(x, i + 32), load(y, i + 32));
+        i += 64;
+    }
+    let mut sum = f64::from(_mm512_reduce_add_ps(c1)) + f64::from(_mm512_reduce_add_ps(c2));
+    for (a, b) in x[i..].iter().zip(&y[i..]) {
+        sum += f64::from(bf16_to_fp32(*a) * bf16_to_fp32(*b));
+    }
+    sum as f32
 }
 
 /// bfloat16 products widened to `f32` (ggml's AVX512F path without BF16).
@@ -576,7 +606,7 @@ mod tests {
     use crate::core::types::Type;
     use crate::cpu::kernels::dot::{self, DotKernel, MAX_ROWS, MAX_WIDE_COLS, VecDot};
     use crate::cpu::kernels::features::features;
-    use crate::quants::half::{fp32_to_bf16, fp32_to_fp16};
+    use crate::quants::half::{bf16_to_fp32, fp32_to_bf16, fp32_to_fp16};
 
     use crate::cpu::kernels::dot_iq::test_support::values;
 
@@ -708,6 +738,45 @@ mod tests {
                 at_every_offset(&bx, &by, |x, y| unsafe { bf16_dot_pairs::<2, 3>(x, y) });
             }
         }
+    }
+
+    /// `bf16_vec_dot` against a scalar model of ggml_vec_dot_bf16 with AVX512-BF16: per lane,
+    /// `vdpbf16ps` adds the odd pair's exact product, then the even one's; 16 lanes in two
+    /// accumulators over 64-value steps, each reduced as `_mm512_reduce_add_ps` pairs them,
+    /// in `f64` with the tail. 64·50 + 37 values of mixed magnitudes: enough roundings that
+    /// another order shows in the result.
+    #[test]
+    fn bf16_vec_dot_sums_as_ggml_does() {
+        if !(crate::cpu::kernels::features::has_avx512() && features().avx512bf16) {
+            return;
+        }
+        let n = 64 * 50 + 37;
+        let spread = |v: Vec<f32>| -> Vec<Bf16> {
+            v.into_iter().enumerate().map(|(i, x)| fp32_to_bf16(x * (1 << (i % 11)) as f32)).collect()
+        };
+        let (a, b) = (spread(values(n, 5)), spread(values(n, 6)));
+        let f = |v: Bf16| bf16_to_fp32(v);
+        let mut acc = [[0.0f32; 16]; 2];
+        for step in 0..n / 64 {
+            for (k, lanes) in acc.iter_mut().enumerate() {
+                for (l, lane) in lanes.iter_mut().enumerate() {
+                    let i = 64 * step + 32 * k + 2 * l;
+                    *lane = (*lane + f(a[i + 1]) * f(b[i + 1])) + f(a[i]) * f(b[i]);
+                }
+            }
+        }
+        let reduce = |v: [f32; 16]| {
+            let h: [f32; 8] = std::array::from_fn(|i| v[i] + v[i + 8]);
+            let q: [f32; 4] = std::array::from_fn(|i| h[i] + h[i + 4]);
+            (q[0] + q[2]) + (q[1] + q[3])
+        };
+        let mut want = f64::from(reduce(acc[0])) + f64::from(reduce(acc[1]));
+        for i in n / 64 * 64..n {
+            want += f64::from(f(a[i]) * f(b[i]));
+        }
+        // SAFETY: AVX-512 and AVX512-BF16 were checked; the rows have the same length.
+        let got = unsafe { bf16_vec_dot(&a, &b) };
+        assert_eq!(got.to_bits(), (want as f32).to_bits(), "{got} against {}", want as f32);
     }
 
     #[test]
