@@ -486,6 +486,30 @@ fn column(qs: &[u8; 32], d: Half, s: Half) -> Column {
     Column { q, d: _mm512_broadcastss_ps(ds), s: _mm_shuffle_ps::<0b01_01_01_01>(ds, ds) }
 }
 
+/// Block b of a Q8_0 activation row, as the lane tiles take it.
+///
+/// # Safety
+/// `b` is below the row's length.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn q8_0_column(y: &[BlockQ8_0], b: usize) -> Column {
+    // SAFETY: the caller's contract.
+    let blk = unsafe { y.get_unchecked(b) };
+    column(&blk.qs, blk.d, Half::default())
+}
+
+/// Block b of a Q8_1 activation row, with its sum.
+///
+/// # Safety
+/// `b` is below the row's length.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+unsafe fn q8_1_column(y: &[BlockQ8_1], b: usize) -> Column {
+    // SAFETY: the caller's contract.
+    let blk = unsafe { y.get_unchecked(b) };
+    column(&blk.qs, blk.d, blk.s)
+}
+
 /// Q4_0 by Q8_0: levels 0..15 standing for −8..7.
 ///
 /// # Safety
@@ -503,8 +527,7 @@ pub unsafe fn q4_0_lanes<const R: usize, const C: usize>(
     };
     lane_tile::<_, R, C, 8, false>(x, weights, |c, b| {
         // SAFETY: as above.
-        let blk = unsafe { y[c].get_unchecked(b) };
-        column(&blk.qs, blk.d, Half::default())
+        unsafe { q8_0_column(y[c], b) }
     })
 }
 
@@ -525,8 +548,7 @@ pub unsafe fn q5_0_lanes<const R: usize, const C: usize>(
     };
     lane_tile::<_, R, C, 16, false>(x, weights, |c, b| {
         // SAFETY: as above.
-        let blk = unsafe { y[c].get_unchecked(b) };
-        column(&blk.qs, blk.d, Half::default())
+        unsafe { q8_0_column(y[c], b) }
     })
 }
 
@@ -549,8 +571,7 @@ pub unsafe fn q8_0_lanes<const R: usize, const C: usize>(
     };
     lane_tile::<_, R, C, 128, false>(x, weights, |c, b| {
         // SAFETY: as above.
-        let blk = unsafe { y[c].get_unchecked(b) };
-        column(&blk.qs, blk.d, Half::default())
+        unsafe { q8_0_column(y[c], b) }
     })
 }
 
@@ -572,8 +593,7 @@ pub unsafe fn q4_1_lanes<const R: usize, const C: usize>(
     };
     lane_tile::<_, R, C, 0, true>(x, weights, |c, b| {
         // SAFETY: as above.
-        let blk = unsafe { y[c].get_unchecked(b) };
-        column(&blk.qs, blk.d, blk.s)
+        unsafe { q8_1_column(y[c], b) }
     })
 }
 
@@ -595,8 +615,7 @@ pub unsafe fn q5_1_lanes<const R: usize, const C: usize>(
     };
     lane_tile::<_, R, C, 0, true>(x, weights, |c, b| {
         // SAFETY: as above.
-        let blk = unsafe { y[c].get_unchecked(b) };
-        column(&blk.qs, blk.d, blk.s)
+        unsafe { q8_1_column(y[c], b) }
     })
 }
 
