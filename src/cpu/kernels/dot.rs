@@ -193,6 +193,17 @@ pub unsafe trait VecDot: Copy + 'static {
         }
     }
 
+    /// Whether a product of activation rows of `n` values with `cols` of them goes a column at
+    /// a time through [`VecDot::column_on`] instead of through the tiles: by default
+    /// generation's one-column products of the super-block formats. A block is work enough
+    /// for a tile on its own, and the hardware prefetcher follows the one row each load
+    /// instruction then reads; rows interleaved in a loop defeat it (on Zen 4 a Q6_K
+    /// 32000×1024 product took 1.95 ms so, 1.26 ms row by row, against ggml's 1.20).
+    fn by_columns(n: usize, cols: usize) -> bool {
+        let _ = n;
+        cols == 1 && Self::QK == QK_K
+    }
+
     /// `out[r] = dot(x[r], y)` for each weight row against one activation row, on the AVX2
     /// path: generation's product, one row after the other. Formats whose tile sets up more
     /// than a block's work (constants, dispatch on VNNI) override it to pay that once.
@@ -341,8 +352,14 @@ unsafe impl VecDot for Bf16 {
         unsafe { super::dot_avx512::bf16_tile(x, y) }
     }
 
-    /// One column, as ggml's `ggml_vec_dot_bf16` sums it (generation's product there), where
-    /// the processor has AVX512-BF16; the tiles otherwise.
+    /// As ggml's `ggml_vec_dot_bf16` sums them where ggml takes it: for one column, and for
+    /// rows that are not whole steps of tinyBLAS's 32 values.
+    fn by_columns(n: usize, cols: usize) -> bool {
+        cols == 1 || !n.is_multiple_of(32)
+    }
+
+    /// One column, as ggml's `ggml_vec_dot_bf16` sums it, where the processor has
+    /// AVX512-BF16; the tiles otherwise.
     #[cfg(target_arch = "x86_64")]
     unsafe fn column_avx512(x: &[&[Bf16]], y: &[Bf16], out: &mut [f32]) {
         let pairs = super::features::features().avx512bf16;
@@ -1009,7 +1026,8 @@ macro_rules! int8_tiles {
                             let sums = dot4(qx[r], qy);
                             acc[r][c] =
                                 _mm256_fmadd_ps(_mm256_set1_ps(dx[r] * dy), _mm256_cvtepi32_ps(sums), acc[r][c]);
-                            // fused, as the compiler fuses ggml's `summs += m·s`
+                            // (m·s of two binary16 values is exact, so this is ggml's
+                            // fused `summs += m·s` to the bit)
                             mins[r][c] += mx[r] * sy;
                         }
                     }
@@ -1211,17 +1229,11 @@ fn erased_tile<T: VecDot>(n: usize, xs: &[&[u8]], ys: &[&[u8]], out: &mut [f32],
     }
     // (chosen once: per tile, the checks cost as much as a short row's products)
     let path = Path::of::<T>(simd);
-    // One-column products of the super-block formats go one row at a time. A block is work
-    // enough for a tile on its own, and the hardware prefetcher follows the one row each load
-    // instruction then reads; rows interleaved in a loop defeat it (on Zen 4 a Q6_K 32000×1024
-    // product took 1.95 ms so, 1.26 ms row by row, against ggml's 1.20).
-    if cols == 1 && T::QK == QK_K {
-        T::column_on(path, &x[..rows], y[0], out);
-        return;
-    }
-    // BF16 goes as ggml's one-column product sums it where ggml takes that: for one column,
-    // and for rows that are not whole steps of tinyBLAS's 32 values
-    if T::TYPE == Type::BF16 && (cols == 1 || !n.is_multiple_of(32)) {
+    if T::by_columns(n, cols) {
+        if cols == 1 {
+            T::column_on(path, &x[..rows], y[0], out);
+            return;
+        }
         let mut column = [0.0f32; MAX_PANEL_ROWS];
         for (c, y) in y[..cols].iter().enumerate() {
             T::column_on(path, &x[..rows], y, &mut column);

@@ -395,6 +395,23 @@ struct Column {
     s: __m128,
 }
 
+impl RowPair {
+    /// Block b of rows `a` and `n` (the next, when there is one): levels `q` and the rows'
+    /// scales.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    fn of<T>(a: &T, n: Option<&T>, q: __m512i, scale: impl Fn(&T) -> Half) -> RowPair {
+        RowPair { q, d: pair_scales(scale(a), n.map_or(Half::default(), &scale)), m: _mm_setzero_ps() }
+    }
+
+    /// The same with the rows' minimums (the affine formats).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    fn with_minimums<T>(self, a: &T, n: Option<&T>, minimum: impl Fn(&T) -> Half) -> RowPair {
+        RowPair { m: two_halves(minimum(a), n.map_or(Half::default(), &minimum)), ..self }
+    }
+}
+
 /// Adds the eight chains of each half as ggml's `hsum_float_8` does:
 /// `((c0 + c4) + (c2 + c6)) + ((c1 + c5) + (c3 + c7))`.
 #[inline]
@@ -453,9 +470,8 @@ fn lane_tile<T, const R: usize, const C: usize, const OFFSET: u8, const AFFINE: 
     let mut out = [[0.0f32; C]; R];
     for p in 0..pairs {
         for c in 0..C {
-            let (two, mut m) = (chain_sums(acc[p][c]), [0.0f32; 4]);
-            // SAFETY: `m` holds four floats.
-            unsafe { _mm_storeu_ps(m.as_mut_ptr(), minimums[p][c]) };
+            let m = minimums[p][c];
+            let (two, m) = (chain_sums(acc[p][c]), [_mm_cvtss_f32(m), _mm_cvtss_f32(_mm_movehdup_ps(m))]);
             for h in 0..2 {
                 if 2 * p + h < R {
                     out[2 * p + h][c] = two[h] + m[h];
@@ -522,8 +538,7 @@ pub unsafe fn q4_0_lanes<const R: usize, const C: usize>(
     let weights = |r: usize, b: usize| {
         // SAFETY: the tile walks blocks below the rows' common length (its contract).
         let (a, n) = unsafe { row_pair(x, r, b) };
-        let d = pair_scales(a.d, n.map_or(Half::default(), |n| n.d));
-        RowPair { q: nibbles_pair(&a.qs, n.map(|n| &n.qs)), d, m: _mm_setzero_ps() }
+        RowPair::of(a, n, nibbles_pair(&a.qs, n.map(|n| &n.qs)), |b| b.d)
     };
     lane_tile::<_, R, C, 8, false>(x, weights, |c, b| {
         // SAFETY: as above.
@@ -543,8 +558,7 @@ pub unsafe fn q5_0_lanes<const R: usize, const C: usize>(
     let weights = |r: usize, b: usize| {
         // SAFETY: the tile walks blocks below the rows' common length (its contract).
         let (a, n) = unsafe { row_pair(x, r, b) };
-        let d = pair_scales(a.d, n.map_or(Half::default(), |n| n.d));
-        RowPair { q: five_bit_pair((&a.qs, a.qh), n.map(|n| (&n.qs, n.qh))), d, m: _mm_setzero_ps() }
+        RowPair::of(a, n, five_bit_pair((&a.qs, a.qh), n.map(|n| (&n.qs, n.qh))), |b| b.d)
     };
     lane_tile::<_, R, C, 16, false>(x, weights, |c, b| {
         // SAFETY: as above.
@@ -564,10 +578,9 @@ pub unsafe fn q8_0_lanes<const R: usize, const C: usize>(
     let weights = |r: usize, b: usize| {
         // SAFETY: the tile walks blocks below the rows' common length (its contract).
         let (a, n) = unsafe { row_pair(x, r, b) };
-        let d = pair_scales(a.d, n.map_or(Half::default(), |n| n.d));
         // Flipping the sign bit adds 128 to a signed byte read as unsigned.
         let q = _mm512_xor_si512(bytes_pair(&a.qs, n.map(|n| &n.qs)), _mm512_set1_epi8(i8::MIN));
-        RowPair { q, d, m: _mm_setzero_ps() }
+        RowPair::of(a, n, q, |b| b.d)
     };
     lane_tile::<_, R, C, 128, false>(x, weights, |c, b| {
         // SAFETY: as above.
@@ -587,9 +600,7 @@ pub unsafe fn q4_1_lanes<const R: usize, const C: usize>(
     let weights = |r: usize, b: usize| {
         // SAFETY: the tile walks blocks below the rows' common length (its contract).
         let (a, n) = unsafe { row_pair(x, r, b) };
-        let d = pair_scales(a.d, n.map_or(Half::default(), |n| n.d));
-        let m = two_halves(a.m, n.map_or(Half::default(), |n| n.m));
-        RowPair { q: nibbles_pair(&a.qs, n.map(|n| &n.qs)), d, m }
+        RowPair::of(a, n, nibbles_pair(&a.qs, n.map(|n| &n.qs)), |b| b.d).with_minimums(a, n, |b| b.m)
     };
     lane_tile::<_, R, C, 0, true>(x, weights, |c, b| {
         // SAFETY: as above.
@@ -609,9 +620,8 @@ pub unsafe fn q5_1_lanes<const R: usize, const C: usize>(
     let weights = |r: usize, b: usize| {
         // SAFETY: the tile walks blocks below the rows' common length (its contract).
         let (a, n) = unsafe { row_pair(x, r, b) };
-        let d = pair_scales(a.d, n.map_or(Half::default(), |n| n.d));
-        let m = two_halves(a.m, n.map_or(Half::default(), |n| n.m));
-        RowPair { q: five_bit_pair((&a.qs, a.qh), n.map(|n| (&n.qs, n.qh))), d, m }
+        let q = five_bit_pair((&a.qs, a.qh), n.map(|n| (&n.qs, n.qh)));
+        RowPair::of(a, n, q, |b| b.d).with_minimums(a, n, |b| b.m)
     };
     lane_tile::<_, R, C, 0, true>(x, weights, |c, b| {
         // SAFETY: as above.

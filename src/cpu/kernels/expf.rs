@@ -111,7 +111,7 @@ pub fn exp16(x: __m512) -> __m512 {
 
 /// Scalar models of the two forms, one lane at a time, for the tests.
 #[cfg(test)]
-pub(crate) mod model {
+mod model {
     use super::*;
 
     /// The shifted product, `n`, and `b` of both forms.

@@ -387,21 +387,20 @@ unsafe fn decode_rows<F: Format>(rows: &[&[F]], nb: usize, panel: *mut u8) {
             let blk = b + half;
             // SAFETY: block blk < nb of the panel.
             let base = unsafe { panel.add(blk * PANEL_BLOCK_BYTES) };
+            // −128·Σw: per register of levels (the lane chains' seeds), and over the block
+            let seeds_of = |sums: __m512i| _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32::<7>(sums));
             let mut sums = _mm512_setzero_si512();
             for (g, &w) in words[half * 8..half * 8 + 8].iter().enumerate() {
                 // SAFETY: inside the panel block, on a cache line.
                 unsafe { _mm512_store_si512(base.add(LEVELS + g * 64).cast(), w) };
+                let group = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, w);
                 if F::LANE_CHAINS {
-                    let seeds = _mm512_sub_epi32(
-                        _mm512_setzero_si512(),
-                        _mm512_slli_epi32::<7>(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, w)),
-                    );
                     // SAFETY: inside the panel block, on a cache line.
-                    unsafe { _mm512_store_si512(base.add(GROUP_SEEDS + g * 64).cast(), seeds) };
+                    unsafe { _mm512_store_si512(base.add(GROUP_SEEDS + g * 64).cast(), seeds_of(group)) };
                 }
-                sums = _mm512_dpbusd_epi32(sums, ones, w);
+                sums = _mm512_add_epi32(sums, group);
             }
-            let seeds = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32::<7>(sums));
+            let seeds = seeds_of(sums);
             let (mut d, mut m) = ([0f32; PANEL_ROWS], [0f32; PANEL_ROWS]);
             for (r, row) in rows.iter().enumerate() {
                 // SAFETY: unit blk < nb is in block blk / UNITS.
@@ -484,8 +483,7 @@ unsafe fn lane_tile<const C: usize, const AFFINE: bool>(
 ) -> [__m512; C] {
     let mut out = [_mm512_setzero_ps(); C];
     // two columns a pass: 16 chains and 2 minimum sums in registers
-    let mut c = 0;
-    while c < C {
+    for c in (0..C).step_by(2) {
         // SAFETY: the caller's contract.
         unsafe {
             if c + 1 < C {
@@ -494,7 +492,6 @@ unsafe fn lane_tile<const C: usize, const AFFINE: bool>(
                 [out[c]] = lane_chains::<1, AFFINE>(panel, nb, [acts[c]]);
             }
         }
-        c += 2;
     }
     out
 }
