@@ -12,3 +12,5 @@ pub mod ffi;
 pub mod gguf;
 pub mod opt;
 pub mod quants;
+pub mod registry;
+pub mod sched;

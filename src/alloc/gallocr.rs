@@ -555,11 +555,12 @@ mod tests {
     use std::ffi::{c_char, c_void};
 
     use super::*;
-    use crate::backend::interface::{Buffer, BufferInterface, BufferTypeInterface, Status};
+    use crate::backend::interface::{Buffer, BufferInterface, BufferTypeInterface};
     use crate::backend::tallocr::alloc_ctx_tensors;
     use crate::core::context::{Context, InitParams};
     use crate::core::graph::{GraphPtr, cgraph};
     use crate::core::ops::{elementwise, matmul, norm, pool, reduce, rope, shape, softmax, unary};
+    use crate::core::status::Status;
     use crate::core::types::Type;
 
     /// Where the dummy buffers claim their memory starts (never dereferenced).

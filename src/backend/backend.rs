@@ -9,13 +9,14 @@ use std::ptr::NonNull;
 
 use super::buffer::{self, BufferPtr, BufferTypePtr, Copy2d};
 use super::device::{DevicePtr, required};
-use super::interface::{Backend, Buffer, Event, GraphOptimizeParams, GraphPlan, GuidPtr, Status};
+use super::interface::{Backend, Buffer, Event, GraphOptimizeParams, GraphPlan, GuidPtr};
 use super::tallocr;
 use crate::core::context::{Context, InitParams, OBJECT_SIZE, TENSOR_SIZE};
 use crate::core::graph::cgraph::{new_graph_custom, overhead_custom};
 use crate::core::graph::hash::table_size;
 use crate::core::graph::{Graph, GraphPtr};
 use crate::core::op::Op;
+use crate::core::status::Status;
 use crate::core::tensor::{MAX_SRC, Tensor, TensorPtr};
 
 /// A handle to a `ggml_backend`, valid from its device's `init_backend` until
@@ -615,14 +616,14 @@ pub unsafe fn compare_graph_backend(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::cpu_buffer::cpu_buffer_type;
+    use crate::backend::host_buffer::cpu_buffer_type;
     use crate::backend::interface::DevType;
-    use crate::backend::registry;
     use crate::backend::test_backend::{DeviceSpec, counters, n, new_reg};
     use crate::core::graph::cgraph::new_graph;
     use crate::core::ops::elementwise::{add, mul};
     use crate::core::ops::shape::view_1d;
     use crate::core::types::Type;
+    use crate::registry;
     use std::ffi::CStr;
 
     fn spec(name: &'static str, async_: bool, events: bool) -> DeviceSpec {

@@ -11,8 +11,9 @@ use std::cell::UnsafeCell;
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr::NonNull;
 
-use super::interface::{Buffer, BufferInterface, BufferType, BufferTypeInterface, BufferUsage, Device, Status};
+use super::interface::{Buffer, BufferInterface, BufferType, BufferTypeInterface, BufferUsage, Device};
 use crate::core::op::Op;
+use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr};
 
 /// Aborts when a table lacks an entry that ggml requires (ggml itself would jump to NULL).
@@ -636,7 +637,7 @@ pub fn view_init(tensor: TensorPtr) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::cpu_buffer::cpu_buffer_type;
+    use crate::backend::host_buffer::cpu_buffer_type;
     use crate::core::context::{Context, InitParams};
     use crate::core::types::Type;
 

@@ -11,7 +11,7 @@ use crate::core::tensor::TensorPtr;
 
 /// Aborts when a table lacks an entry that ggml requires (ggml itself would call NULL).
 #[track_caller]
-pub(super) fn required<F>(entry: Option<F>, table: &str, name: &str) -> F {
+pub(crate) fn required<F>(entry: Option<F>, table: &str, name: &str) -> F {
     match entry {
         Some(f) => f,
         None => crate::ggml_abort!("{table} interface has no {name} function"),
@@ -19,7 +19,7 @@ pub(super) fn required<F>(entry: Option<F>, table: &str, name: &str) -> F {
 }
 
 /// A C string returned by a backend, for log messages ("(null)" when it returned NULL).
-pub(super) fn lossy(s: *const c_char) -> String {
+pub(crate) fn lossy(s: *const c_char) -> String {
     if s.is_null() {
         return "(null)".to_owned();
     }

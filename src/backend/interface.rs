@@ -10,22 +10,11 @@ use std::ffi::{c_char, c_int, c_void};
 use std::mem::{offset_of, size_of};
 
 use crate::core::graph::Graph;
+use crate::core::status::Status;
 use crate::core::tensor::Tensor;
 
 /// `GGML_BACKEND_API_VERSION`: the value a registry's `api_version` must hold.
 pub const GGML_BACKEND_API_VERSION: c_int = 2;
-
-/// `enum ggml_status`.
-#[repr(transparent)]
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Status(pub c_int);
-
-impl Status {
-    pub const ALLOC_FAILED: Status = Status(-2);
-    pub const FAILED: Status = Status(-1);
-    pub const SUCCESS: Status = Status(0);
-    pub const ABORTED: Status = Status(1);
-}
 
 /// `enum ggml_backend_buffer_usage`.
 #[repr(transparent)]

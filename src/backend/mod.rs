@@ -6,20 +6,17 @@
 //! backend written in C plugs in without anything else changing.
 
 pub mod buffer;
-pub mod cpu_buffer;
+pub mod host_buffer;
 pub mod interface;
 pub mod tallocr;
 
 pub use buffer::{BufferPtr, BufferTypePtr, StaticBufferType};
-pub use interface::{Buffer, BufferInterface, BufferType, BufferTypeInterface, BufferUsage, Status};
+pub use interface::{Buffer, BufferInterface, BufferType, BufferTypeInterface, BufferUsage};
 pub use tallocr::Tallocr;
 #[allow(clippy::module_inception)]
 pub mod backend;
-pub mod cpu_device;
 pub mod device;
-pub mod loader;
 pub mod meta;
-pub mod registry;
-pub mod sched;
+pub mod reg;
 #[cfg(test)]
 pub mod test_backend;

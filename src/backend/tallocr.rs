@@ -5,8 +5,9 @@
 use std::ffi::c_void;
 
 use super::buffer::{self, BufferPtr, BufferTypePtr};
-use super::interface::{Buffer, Status};
+use super::interface::Buffer;
 use crate::core::context::{Context, pad};
+use crate::core::status::Status;
 use crate::core::tensor::TensorPtr;
 
 /// `struct ggml_tallocr`, returned by value to C.
@@ -161,7 +162,7 @@ pub fn alloc_ctx_tensors(ctx: &Context, buft: BufferTypePtr) -> Option<BufferPtr
 mod tests {
     use super::*;
     use crate::backend::buffer::{StaticBufferType, tensor_get, tensor_set};
-    use crate::backend::cpu_buffer::{cpu_buffer_type, cpu_buffer_type_alloc_buffer};
+    use crate::backend::host_buffer::{cpu_buffer_type, cpu_buffer_type_alloc_buffer};
     use crate::backend::interface::{BufferType, BufferTypeInterface};
     use crate::core::context::InitParams;
     use crate::core::types::Type;

@@ -8,14 +8,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::backend::BackendPtr;
 use super::buffer;
-use super::cpu_buffer::cpu_buffer_type;
+use super::host_buffer::cpu_buffer_type;
 use super::interface::{
     Backend, BackendInterface, BufferType, DevCaps, DevProps, DevType, Device, DeviceInterface, Event,
-    GGML_BACKEND_API_VERSION, GraphPlan, Reg, RegInterface, Status,
+    GGML_BACKEND_API_VERSION, GraphPlan, Reg, RegInterface,
 };
-use super::registry::RegPtr;
+use super::reg::RegPtr;
 use crate::core::graph::Graph;
 use crate::core::op::Op;
+use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 

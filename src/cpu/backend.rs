@@ -15,11 +15,12 @@ use super::api::{self, CpuFeature, cpu_has};
 use super::plan::{AbortCallback, DEFAULT_N_THREADS, Plan};
 use super::pool::Threadpool;
 use crate::backend::backend::BackendPtr;
-use crate::backend::cpu_device::cpu_reg;
-use crate::backend::interface::{Backend, BackendInterface, Device, GraphPlan, Reg, Status};
+use crate::backend::interface::{Backend, BackendInterface, Device, GraphPlan, Reg};
 use crate::core::graph::Graph;
+use crate::core::status::Status;
 use crate::core::tensor::Tensor;
-use crate::ffi::misc::ThreadpoolParams;
+use crate::core::threadpool_params::ThreadpoolParams;
+use crate::cpu::device::cpu_reg;
 
 /// The CPU backend's GUID (`ggml_backend_cpu_guid`).
 struct Guid(UnsafeCell<[u8; 16]>);
@@ -377,7 +378,10 @@ fn feature_list() -> &'static [BackendFeature] {
                     let value = cpu_has(f);
                     (value > 0).then(|| {
                         let value: &'static str = if sized.contains(&f) { value.to_string().leak() } else { "1" };
-                        BackendFeature { name: crate::ffi::static_c_str(name), value: crate::ffi::static_c_str(value) }
+                        BackendFeature {
+                            name: crate::core::c_str::static_c_str(name),
+                            value: crate::core::c_str::static_c_str(value),
+                        }
                     })
                 })
                 .collect();

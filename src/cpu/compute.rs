@@ -12,11 +12,11 @@ use std::sync::{Mutex, TryLockError};
 
 use super::plan::Plan;
 use super::pool::{Team, Threadpool};
-use crate::backend::interface::Status;
 use crate::core::graph::Graph;
 use crate::core::op::Op;
+use crate::core::status::Status;
 use crate::core::tensor::{TensorPtr, flag};
-use crate::ffi::misc::ThreadpoolParams;
+use crate::core::threadpool_params::ThreadpoolParams;
 
 /// `struct ggml_compute_params`: what a kernel knows about its thread's part of a node.
 pub struct ComputeParams<'a> {

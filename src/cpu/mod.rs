@@ -14,5 +14,6 @@ pub use plan::{OpTable, Plan, plan};
 pub use pool::{Team, Threadpool};
 pub mod api;
 pub mod backend;
+pub mod device;
 pub mod kernels;
 pub mod repack;

@@ -272,8 +272,8 @@ mod tests {
     use crate::core::context::{Context, InitParams};
     use crate::core::graph::cgraph::new_graph_custom;
     use crate::core::tensor::TensorPtr;
+    use crate::core::threadpool_params::ThreadpoolParams;
     use crate::core::types::Type;
-    use crate::ffi::misc::ThreadpoolParams;
 
     fn ctx() -> Box<Context> {
         Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true })

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::barrier::{Barrier, CachePadded, available_cores, spin_until};
 use super::futex;
-use crate::ffi::misc::ThreadpoolParams;
+use crate::core::threadpool_params::ThreadpoolParams;
 
 /// `GGML_MAX_N_THREADS`: the length of a CPU mask.
 pub const MAX_N_THREADS: usize = 512;

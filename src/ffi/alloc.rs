@@ -154,7 +154,7 @@ pub extern "C" fn ggml_gallocr_get_buffer_size(galloc: *mut Gallocr, buffer_id: 
 mod tests {
     use super::*;
     use crate::backend::buffer::tensor_set;
-    use crate::backend::cpu_buffer::cpu_buffer_type;
+    use crate::backend::host_buffer::cpu_buffer_type;
     use crate::core::context::{Context, InitParams};
     use crate::core::graph::cgraph;
     use crate::core::ops::elementwise;

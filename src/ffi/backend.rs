@@ -11,13 +11,17 @@ use crate::backend::backend::{self as backend_ops, BackendPtr, EvalCallback, Eve
 use crate::backend::buffer::{BufferPtr, BufferTypePtr, Copy2d};
 use crate::backend::device::DevicePtr;
 use crate::backend::interface::{
-    Backend, Buffer, BufferType, DevProps, DevType, Device, Event, GraphPlan, GuidPtr, Reg, Status,
+    Backend, Buffer, BufferType, DevProps, DevType, Device, Event, GraphPlan, GuidPtr, Reg,
 };
-use crate::backend::registry::{self, RegPtr};
-use crate::backend::{cpu_device, loader, tallocr};
+use crate::backend::reg::RegPtr;
+use crate::backend::tallocr;
 use crate::core::context::Context;
 use crate::core::graph::{Graph, GraphPtr};
+use crate::core::status::Status;
 use crate::core::tensor::Tensor;
+use crate::cpu::device as cpu_device;
+use crate::registry;
+use crate::registry::loader;
 
 #[track_caller]
 fn backend(ptr: *mut Backend) -> BackendPtr {

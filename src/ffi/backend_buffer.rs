@@ -6,11 +6,12 @@ use std::ffi::{c_char, c_void};
 
 use super::{context, tensor};
 use crate::backend::buffer::{self, BufferPtr, BufferTypePtr, Copy2d};
-use crate::backend::interface::{Buffer, BufferInterface, BufferType, BufferUsage, Device, Status};
+use crate::backend::interface::{Buffer, BufferInterface, BufferType, BufferUsage, Device};
 use crate::backend::tallocr::Tallocr;
-use crate::backend::{cpu_buffer, tallocr};
+use crate::backend::{host_buffer, tallocr};
 use crate::core::context::Context;
 use crate::core::op::Op;
+use crate::core::status::Status;
 use crate::core::tensor::Tensor;
 
 #[track_caller]
@@ -303,12 +304,12 @@ pub extern "C" fn ggml_backend_view_init(t: *mut Tensor) -> Status {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_cpu_buffer_type() -> *mut BufferType {
-    cpu_buffer::cpu_buffer_type().as_ptr()
+    host_buffer::cpu_buffer_type().as_ptr()
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_cpu_buffer_from_ptr(ptr: *mut c_void, size: usize) -> *mut Buffer {
-    cpu_buffer::cpu_buffer_from_ptr(ptr, size).as_ptr()
+    host_buffer::cpu_buffer_from_ptr(ptr, size).as_ptr()
 }
 
 // ---------------------------------------------------------------------------------------------

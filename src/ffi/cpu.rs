@@ -6,13 +6,14 @@
 use std::ffi::{c_int, c_void};
 
 use super::context;
-use super::misc::ThreadpoolParams;
 use crate::backend::backend::BackendPtr;
-use crate::backend::interface::{Backend, Status};
+use crate::backend::interface::Backend;
 use crate::core::context::Context;
 use crate::core::element;
 use crate::core::graph::Graph;
+use crate::core::status::Status;
 use crate::core::tensor::Tensor;
+use crate::core::threadpool_params::ThreadpoolParams;
 use crate::core::types::Type;
 use crate::cpu::api::{self, CpuFeature, TypeTraitsCpu, cpu_has};
 use crate::cpu::backend;

@@ -6,7 +6,6 @@ use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 
 use super::{context, opt_tensor, static_c_str, tensor};
-use crate::backend::sched::Sched;
 use crate::core::context::Context;
 use crate::core::graph::{Graph, GraphPtr};
 use crate::core::tensor::{Tensor, TensorPtr};
@@ -15,6 +14,7 @@ use crate::opt::context::{BorrowedSched, InitArgs};
 use crate::opt::epoch::{self, Callback, EpochResults, FitSettings, Progress};
 use crate::opt::params::{self, GetOptimizerParams, LossType, OptParams, OptimizerParams, OptimizerType};
 use crate::opt::{Dataset, OptContext, OptResult};
+use crate::sched::Sched;
 
 /// `ggml_opt_epoch_callback`.
 pub type EpochCallback = Option<

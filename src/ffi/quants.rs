@@ -16,33 +16,10 @@ use crate::quants::low_bit::{BlockQ1_0, BlockQ2_0};
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
+use crate::quants::rows::{self, blocks_for, slice, slice_mut};
 use crate::quants::ternary::{BlockTq1_0, BlockTq2_0};
 use crate::quants::traits::TypeTraits;
 use crate::quants::{self, BlockFormat, chunk, validate};
-
-/// `len` elements at `ptr`, which may be NULL only when `len` is 0.
-#[track_caller]
-fn slice<'a, T>(ptr: *const T, len: i64) -> &'a [T] {
-    crate::ggml_assert!(len >= 0, "negative element count {}", len);
-    if len == 0 {
-        return &[];
-    }
-    crate::ggml_assert!(!ptr.is_null(), "NULL buffer of {} elements", len);
-    // SAFETY: the C contract of every function below is that the buffer holds `len` elements.
-    unsafe { std::slice::from_raw_parts(ptr, len as usize) }
-}
-
-/// Mutable counterpart of [`slice`].
-#[track_caller]
-fn slice_mut<'a, T>(ptr: *mut T, len: i64) -> &'a mut [T] {
-    crate::ggml_assert!(len >= 0, "negative element count {}", len);
-    if len == 0 {
-        return &mut [];
-    }
-    crate::ggml_assert!(!ptr.is_null(), "NULL buffer of {} elements", len);
-    // SAFETY: as in `slice`; C callers do not let output buffers overlap inputs (restrict).
-    unsafe { std::slice::from_raw_parts_mut(ptr, len as usize) }
-}
 
 fn byte_len(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -72,27 +49,32 @@ pub extern "C" fn ggml_fp32_to_bf16(x: f32) -> Bf16 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_fp16_to_fp32_row(x: *const u16, y: *mut f32, n: i64) {
-    half::fp16_to_fp32_row(slice(x, n), slice_mut(y, n));
+    // SAFETY: this function's C contract is the converter's.
+    unsafe { rows::fp16_to_fp32_row(x.cast(), y, n) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_fp32_to_fp16_row(x: *const f32, y: *mut u16, n: i64) {
-    half::fp32_to_fp16_row(slice(x, n), slice_mut(y, n));
+    // SAFETY: this function's C contract is the converter's.
+    unsafe { rows::fp32_to_fp16_row(x, y.cast(), n) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_bf16_to_fp32_row(x: *const Bf16, y: *mut f32, n: i64) {
-    half::bf16_to_fp32_row(slice(x, n), slice_mut(y, n));
+    // SAFETY: this function's C contract is the converter's.
+    unsafe { rows::bf16_to_fp32_row(x.cast(), y, n) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_fp32_to_bf16_row_ref(x: *const f32, y: *mut Bf16, n: i64) {
-    half::fp32_to_bf16_row(slice(x, n), slice_mut(y, n));
+    // SAFETY: this function's C contract is the converter's.
+    unsafe { rows::fp32_to_bf16_row(x, y.cast(), n) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_fp32_to_bf16_row(x: *const f32, y: *mut Bf16, n: i64) {
-    half::fp32_to_bf16_row(slice(x, n), slice_mut(y, n));
+    // SAFETY: this function's C contract is the converter's.
+    unsafe { rows::fp32_to_bf16_row(x, y.cast(), n) };
 }
 
 // ---- type traits, quantization, validation ----
@@ -147,28 +129,25 @@ pub extern "C" fn ggml_quantize_chunk(
         nrows,
         n_per_row
     );
-    let src = slice(src.wrapping_add(start as usize), n.unwrap_or(0));
-    let dst = slice_mut(dst.cast::<u8>().wrapping_add(start_row * row_size), byte_len(bytes.unwrap_or(0)));
-    let imatrix = (!imatrix.is_null()).then(|| slice(imatrix, n_per_row));
+    // SAFETY: ggml_quantize_chunk's contract: `src` holds the rows from `start` on, `dst` room
+    // for their blocks and `imatrix`, when given, one weight per column.
+    let (src, dst, imatrix) = unsafe {
+        (
+            slice(src.wrapping_add(start as usize), n.unwrap_or(0)),
+            slice_mut(dst.cast::<u8>().wrapping_add(start_row * row_size), byte_len(bytes.unwrap_or(0))),
+            (!imatrix.is_null()).then(|| slice(imatrix, n_per_row)),
+        )
+    };
     chunk::quantize_chunk(type_, src, dst, n_per_row as usize, imatrix)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_validate_row_data(type_: Type, data: *const c_void, nbytes: usize) -> bool {
-    validate::validate_row_data(type_, slice(data.cast::<u8>(), byte_len(nbytes)))
+    // SAFETY: the caller's buffer holds `nbytes` bytes.
+    validate::validate_row_data(type_, unsafe { slice(data.cast::<u8>(), byte_len(nbytes)) })
 }
 
 // ---- per-format row functions ----
-
-/// `k` values quantized into blocks of `B` with the reference quantizer.
-fn quantize_row_ref<B: BlockFormat>(x: *const f32, y: *mut B, k: i64) {
-    let blocks = slice_mut(y, blocks_for::<B>(k));
-    quants::quantize_row(slice(x, k), blocks);
-}
-
-fn dequantize_row<B: BlockFormat>(x: *const B, y: *mut f32, k: i64) {
-    quants::dequantize_row(slice(x, blocks_for::<B>(k)), slice_mut(y, k));
-}
 
 /// `nrow` rows of `n_per_row` values, importance-weighted when `quant_weights` is not NULL.
 fn quantize_weighted<B: BlockFormat>(
@@ -198,16 +177,16 @@ fn quantize_weighted_with<B: BlockFormat>(
     let n = nrow.checked_mul(n_per_row);
     crate::ggml_assert!(n.is_some(), "{} rows of {} values overflow", nrow, n_per_row);
     let n = n.unwrap_or(0);
-    let weights = (!quant_weights.is_null()).then(|| slice(quant_weights, n_per_row));
-    let blocks = slice_mut(dst.cast::<B>(), blocks_for::<B>(n));
-    rows(slice(src, n), blocks, n_per_row as usize, weights)
-}
-
-#[track_caller]
-fn blocks_for<B: BlockFormat>(k: i64) -> i64 {
-    let qk = B::QK as i64;
-    crate::ggml_assert!(k >= 0 && k % qk == 0, "{} values are not whole {} blocks", k, B::TYPE.name());
-    k / qk
+    // SAFETY: the quantizer's contract: `src` holds `n` values, `dst` room for their blocks and
+    // `quant_weights`, when given, one weight per column.
+    let (src, blocks, weights) = unsafe {
+        (
+            slice(src, n),
+            slice_mut(dst.cast::<B>(), blocks_for::<B>(n)),
+            (!quant_weights.is_null()).then(|| slice(quant_weights, n_per_row)),
+        )
+    };
+    rows(src, blocks, n_per_row as usize, weights)
 }
 
 /// ggml's per-type row functions, exported under the reference's names: the reference
@@ -218,7 +197,8 @@ macro_rules! ref_quantizers {
         #[unsafe(no_mangle)]
         #[allow(non_snake_case)]
         pub extern "C" fn $name(x: *const f32, y: *mut $block, k: i64) {
-            quantize_row_ref(x, y, k);
+            // SAFETY: this function's C contract is the converter's.
+            unsafe { rows::quantize_row_ref::<$block>(x, y.cast(), k) };
         }
     )*};
 }
@@ -228,7 +208,8 @@ macro_rules! dequantizers {
         #[unsafe(no_mangle)]
         #[allow(non_snake_case)]
         pub extern "C" fn $name(x: *const $block, y: *mut f32, k: i64) {
-            dequantize_row(x, y, k);
+            // SAFETY: this function's C contract is the converter's.
+            unsafe { rows::dequantize_row_to_f32::<$block>(x.cast(), y, k) };
         }
     )*};
 }
@@ -336,15 +317,17 @@ weighted_quantizers! {
 #[unsafe(no_mangle)]
 #[allow(non_snake_case)]
 pub extern "C" fn quantize_row_q8_K_ref(x: *const f32, y: *mut BlockQ8K, k: i64) {
-    let blocks = slice_mut(y, blocks_for::<BlockQ8K>(k));
-    k_quants::quantize_row_q8_k(slice(x, k), blocks);
+    // SAFETY: the quantizer's contract: `x` holds `k` values, `y` room for their blocks.
+    let (x, blocks) = unsafe { (slice(x, k), slice_mut(y, blocks_for::<BlockQ8K>(k))) };
+    k_quants::quantize_row_q8_k(x, blocks);
 }
 
 /// Not the generic row quantizer: an all-zero block repeats the codes of the block before it.
 #[unsafe(no_mangle)]
 pub extern "C" fn quantize_row_iq4_nl_ref(x: *const f32, y: *mut BlockIq4Nl, k: i64) {
-    let blocks = slice_mut(y, blocks_for::<BlockIq4Nl>(k));
-    iq4::quantize_row_nl_ref(slice(x, k), blocks);
+    // SAFETY: as above.
+    let (x, blocks) = unsafe { (slice(x, k), slice_mut(y, blocks_for::<BlockIq4Nl>(k))) };
+    iq4::quantize_row_nl_ref(x, blocks);
 }
 
 #[unsafe(no_mangle)]

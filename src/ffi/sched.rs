@@ -1,15 +1,16 @@
 //! The backend scheduler (`ggml_backend_sched_*`): thin wrappers over
-//! [`crate::backend::sched::Sched`], which C sees as the opaque `ggml_backend_sched_t`.
+//! [`crate::sched::Sched`], which C sees as the opaque `ggml_backend_sched_t`.
 
 use std::ffi::{c_int, c_void};
 
 use crate::backend::backend::BackendPtr;
 use crate::backend::buffer::BufferTypePtr;
-use crate::backend::interface::{Backend, BufferType, Status};
-use crate::backend::sched::{EvalCallback, Sched};
+use crate::backend::interface::{Backend, BufferType};
 use crate::core::graph::Graph;
+use crate::core::status::Status;
 use crate::core::tensor::Tensor;
 use crate::ffi::{opt_tensor, tensor};
+use crate::sched::{EvalCallback, Sched};
 
 /// The scheduler behind a handle returned by `ggml_backend_sched_new`.
 #[track_caller]

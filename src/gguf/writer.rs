@@ -147,7 +147,7 @@ mod tests {
         let bytes: Vec<u8> = (0..32u8).map(|i| i.wrapping_mul(5)).collect();
         holder[start..start + len].copy_from_slice(&bytes);
         let ptr = holder[start..].as_mut_ptr();
-        let buf = crate::backend::cpu_buffer::cpu_buffer_from_ptr(ptr.cast(), len);
+        let buf = crate::backend::host_buffer::cpu_buffer_from_ptr(ptr.cast(), len);
 
         let mut ti = TensorInfo::blank();
         ti.t.type_ = crate::core::types::Type::F32;

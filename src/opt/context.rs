@@ -22,14 +22,14 @@ use super::dataset::Mt19937;
 use super::params::{BuildType, GetOptimizerParams, LossType, OptimizerParams, OptimizerType};
 use super::result::OptResult;
 use crate::backend::buffer::{self, BufferPtr, BufferTypePtr};
-use crate::backend::interface::Status;
-use crate::backend::sched::Sched;
-use crate::backend::{cpu_buffer, tallocr};
+use crate::backend::{host_buffer, tallocr};
 use crate::core::context::{Context, InitParams, OBJECT_SIZE, TENSOR_SIZE};
 use crate::core::graph::{DEFAULT_GRAPH_SIZE, Graph, GraphPtr, cgraph};
 use crate::core::ops::{elementwise as ew, loss, reduce};
+use crate::core::status::Status;
 use crate::core::tensor::{MAX_SRC, TensorPtr, flag};
 use crate::core::types::Type;
+use crate::sched::Sched;
 
 /// What an optimization context needs of `ggml_backend_sched`: the C layer adapts a
 /// scheduler handle to this, tests use stand-ins.
@@ -520,7 +520,7 @@ impl OptContext {
             self.buf_static = tallocr::alloc_ctx_tensors(ctx_static, self.scheduler.static_buffer_type());
             gb_opt.get_mut().reset();
         }
-        self.buf_cpu = tallocr::alloc_ctx_tensors(ctx_cpu, cpu_buffer::cpu_buffer_type());
+        self.buf_cpu = tallocr::alloc_ctx_tensors(ctx_cpu, host_buffer::cpu_buffer_type());
     }
 
     /// `ggml_opt_reset`: zeroes the gradient accumulators, or (with `optimizer`) also the

@@ -6,7 +6,7 @@
 //! `std::mt19937` does with libstdc++, so a given seed and call sequence give the same order.
 
 use crate::backend::buffer::{self, BufferPtr};
-use crate::backend::{cpu_buffer, tallocr};
+use crate::backend::{host_buffer, tallocr};
 use crate::core::context::{Context, InitParams, OBJECT_SIZE, TENSOR_SIZE};
 use crate::core::tensor::TensorPtr;
 use crate::core::types::Type;
@@ -178,7 +178,7 @@ impl Dataset {
         } else {
             (None, 0)
         };
-        let buf = tallocr::alloc_ctx_tensors(&ctx, cpu_buffer::cpu_buffer_type());
+        let buf = tallocr::alloc_ctx_tensors(&ctx, host_buffer::cpu_buffer_type());
         crate::ggml_assert!(buf.is_some(), "failed to allocate the dataset's host memory");
 
         Dataset {
@@ -434,7 +434,7 @@ mod tests {
         let mut ctx = Context::new(InitParams { mem_size: 1 << 12, mem_buffer: std::ptr::null_mut(), no_alloc: true });
         let data = ctx.new_tensor(Type::F32, &[2, 3]);
         let labels = ctx.new_tensor(Type::F32, &[1, 3]);
-        let buf = tallocr::alloc_ctx_tensors(&ctx, cpu_buffer::cpu_buffer_type()).unwrap();
+        let buf = tallocr::alloc_ctx_tensors(&ctx, host_buffer::cpu_buffer_type()).unwrap();
         ds.get_batch(data, Some(labels), 1);
         let mut out = vec![0u8; 24];
         buffer::tensor_get(data, &mut out, 0);

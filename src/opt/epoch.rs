@@ -500,12 +500,12 @@ mod tests {
 
     // ---- on the CPU backend, through the backend scheduler ----
 
-    use crate::backend::sched::Sched;
     use crate::core::context::InitParams;
     use crate::core::graph::DEFAULT_GRAPH_SIZE;
     use crate::core::ops::elementwise as ew;
     use crate::core::tensor::flag;
     use crate::opt::context::BorrowedSched;
+    use crate::sched::Sched;
 
     /// A no-alloc context of `n` tensors (and, with `graphs`, room for three graphs).
     fn meta_context(n: usize, graphs: bool) -> Box<Context> {
@@ -541,7 +541,7 @@ mod tests {
         let ax = ew::mul(&mut ctx_compute, x, a);
         let f = ew::add(&mut ctx_compute, ax, b);
         let buf =
-            crate::backend::tallocr::alloc_ctx_tensors(&ctx_static, crate::backend::cpu_buffer::cpu_buffer_type())
+            crate::backend::tallocr::alloc_ctx_tensors(&ctx_static, crate::backend::host_buffer::cpu_buffer_type())
                 .unwrap();
         Model::set(a, &[1.0]);
         Model::set(b, &[3.0]);
@@ -594,7 +594,7 @@ mod tests {
         bias.get_mut().flags |= flag::PARAM;
         let outputs = ew::add(&mut ctx_compute, inputs, bias);
         let buf =
-            crate::backend::tallocr::alloc_ctx_tensors(&ctx_static, crate::backend::cpu_buffer::cpu_buffer_type())
+            crate::backend::tallocr::alloc_ctx_tensors(&ctx_static, crate::backend::host_buffer::cpu_buffer_type())
                 .unwrap();
         Model::set(bias, &[0.0, 0.0]);
 

@@ -7,9 +7,9 @@
 
 use std::ffi::c_void;
 
-use crate::backend::sched::Sched;
 use crate::core::context::Context;
 use crate::core::tensor::Tensor;
+use crate::sched::Sched;
 
 /// `enum ggml_opt_loss_type`: how the outputs become a scalar loss.
 #[repr(transparent)]

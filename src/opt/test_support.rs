@@ -14,14 +14,13 @@ use super::params::{
 use crate::alloc::Gallocr;
 use crate::backend::backend::BackendPtr;
 use crate::backend::buffer::{self, BufferPtr, BufferTypePtr};
-use crate::backend::interface::{
-    Backend, BackendInterface, BufferType, DevProps, DevType, Device, DeviceInterface, Status,
-};
-use crate::backend::{cpu_buffer, tallocr};
+use crate::backend::interface::{Backend, BackendInterface, BufferType, DevProps, DevType, Device, DeviceInterface};
+use crate::backend::{host_buffer, tallocr};
 use crate::core::context::{Context, InitParams, OBJECT_SIZE, TENSOR_SIZE};
 use crate::core::graph::{DEFAULT_GRAPH_SIZE, Graph, GraphPtr, cgraph};
 use crate::core::op::Op;
 use crate::core::ops::elementwise as ew;
+use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr, flag};
 use crate::core::types::Type;
 
@@ -65,7 +64,7 @@ impl Scheduler for FakeScheduler {
         Status::SUCCESS
     }
     fn static_buffer_type(&mut self) -> BufferTypePtr {
-        cpu_buffer::cpu_buffer_type()
+        host_buffer::cpu_buffer_type()
     }
 }
 
@@ -79,7 +78,7 @@ pub(crate) struct HostScheduler {
 impl HostScheduler {
     pub(crate) fn new() -> (HostScheduler, Rc<RefCell<usize>>) {
         let computed = Rc::new(RefCell::new(0));
-        let galloc = Gallocr::new(&[cpu_buffer::cpu_buffer_type()]);
+        let galloc = Gallocr::new(&[host_buffer::cpu_buffer_type()]);
         (HostScheduler { galloc, computed: computed.clone() }, computed)
     }
 }
@@ -159,7 +158,7 @@ impl Scheduler for HostScheduler {
         Status::SUCCESS
     }
     fn static_buffer_type(&mut self) -> BufferTypePtr {
-        cpu_buffer::cpu_buffer_type()
+        host_buffer::cpu_buffer_type()
     }
 }
 
@@ -194,7 +193,7 @@ unsafe extern "C" fn host_props(dev: *mut Device, props: *mut DevProps) {
 }
 
 unsafe extern "C" fn host_buft(_: *mut Device) -> *mut BufferType {
-    cpu_buffer::cpu_buffer_type().as_ptr()
+    host_buffer::cpu_buffer_type().as_ptr()
 }
 
 unsafe extern "C" fn host_supports_op(_: *mut Device, _: *const Tensor) -> bool {
@@ -202,7 +201,7 @@ unsafe extern "C" fn host_supports_op(_: *mut Device, _: *const Tensor) -> bool 
 }
 
 unsafe extern "C" fn host_supports_buft(_: *mut Device, buft: *mut BufferType) -> bool {
-    buft == cpu_buffer::cpu_buffer_type().as_ptr()
+    buft == host_buffer::cpu_buffer_type().as_ptr()
 }
 
 unsafe extern "C" fn host_backend_name(_: *mut Backend) -> *const c_char {
@@ -308,7 +307,7 @@ impl Model {
         weights.get_mut().flags |= flag::PARAM;
         let sum = ew::add(&mut ctx_compute, inputs, weights);
         let outputs = named(ew::scale(&mut ctx_compute, sum, 1.0), b"outputs");
-        let buf = tallocr::alloc_ctx_tensors(&ctx_static, cpu_buffer::cpu_buffer_type()).unwrap();
+        let buf = tallocr::alloc_ctx_tensors(&ctx_static, host_buffer::cpu_buffer_type()).unwrap();
         Model::set(weights, &[3.0]);
         Model { _ctx_static: ctx_static, ctx_compute, buf, inputs, weights, outputs }
     }

@@ -22,6 +22,7 @@ pub mod low_bit;
 pub mod q4;
 pub mod q5;
 pub mod q8;
+pub mod rows;
 pub mod search;
 pub mod ternary;
 pub mod traits;

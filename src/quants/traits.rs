@@ -1,11 +1,22 @@
 //! `struct ggml_type_traits`: the per-type table C code reads through `ggml_get_type_traits`,
-//! with the size facts from `core::types` and pointers to the exported row converters.
+//! with the size facts from `core::types` and pointers to the row converters of `rows`.
 
 use std::ffi::{c_char, c_void};
 use std::sync::OnceLock;
 
+use super::fp4::{BlockMxfp4, BlockNvfp4};
+use super::iq1::{BlockIq1M, BlockIq1S};
+use super::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
+use super::iq3::{BlockIq3S, BlockIq3Xxs};
+use super::iq4::{BlockIq4Nl, BlockIq4Xs};
+use super::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
+use super::low_bit::{BlockQ1_0, BlockQ2_0};
+use super::q4::{BlockQ4_0, BlockQ4_1};
+use super::q5::{BlockQ5_0, BlockQ5_1};
+use super::q8::{BlockQ8_0, BlockQ8_1};
+use super::rows::{self, dequantize_row_to_f32 as to_f32, quantize_row_ref as from_f32};
+use super::ternary::{BlockTq1_0, BlockTq2_0};
 use crate::core::types::Type;
-use crate::ffi::quants as rows;
 
 /// `ggml_to_float_t`.
 pub type ToFloatFn = unsafe extern "C" fn(x: *const c_void, y: *mut f32, k: i64);
@@ -47,7 +58,7 @@ fn build(ty: Type) -> TypeTraits {
     let info = ty.traits();
     let (to_float, from_float_ref) = converters(ty);
     TypeTraits {
-        type_name: crate::ffi::static_c_str(info.name),
+        type_name: crate::core::c_str::static_c_str(info.name),
         blck_size: info.blck_size,
         blck_size_interleave: 0,
         type_size: info.type_size,
@@ -60,52 +71,38 @@ fn build(ty: Type) -> TypeTraits {
 /// The row converters a type has so far: as in ggml, f32 has none and q8_1 only a quantizer.
 fn converters(ty: Type) -> (Option<ToFloatFn>, Option<FromFloatFn>) {
     match ty {
-        Type::F16 => (Some(to_float(rows::ggml_fp16_to_fp32_row)), Some(from_float(rows::ggml_fp32_to_fp16_row))),
-        Type::BF16 => (Some(to_float(rows::ggml_bf16_to_fp32_row)), Some(from_float(rows::ggml_fp32_to_bf16_row_ref))),
-        Type::Q4_0 => (Some(to_float(rows::dequantize_row_q4_0)), Some(from_float(rows::quantize_row_q4_0_ref))),
-        Type::Q4_1 => (Some(to_float(rows::dequantize_row_q4_1)), Some(from_float(rows::quantize_row_q4_1_ref))),
-        Type::Q5_0 => (Some(to_float(rows::dequantize_row_q5_0)), Some(from_float(rows::quantize_row_q5_0_ref))),
-        Type::Q5_1 => (Some(to_float(rows::dequantize_row_q5_1)), Some(from_float(rows::quantize_row_q5_1_ref))),
-        Type::Q8_0 => (Some(to_float(rows::dequantize_row_q8_0)), Some(from_float(rows::quantize_row_q8_0_ref))),
-        Type::Q8_1 => (None, Some(from_float(rows::quantize_row_q8_1_ref))),
-        Type::Q2_K => (Some(to_float(rows::dequantize_row_q2_K)), Some(from_float(rows::quantize_row_q2_K_ref))),
-        Type::Q3_K => (Some(to_float(rows::dequantize_row_q3_K)), Some(from_float(rows::quantize_row_q3_K_ref))),
-        Type::Q4_K => (Some(to_float(rows::dequantize_row_q4_K)), Some(from_float(rows::quantize_row_q4_K_ref))),
-        Type::Q5_K => (Some(to_float(rows::dequantize_row_q5_K)), Some(from_float(rows::quantize_row_q5_K_ref))),
-        Type::Q6_K => (Some(to_float(rows::dequantize_row_q6_K)), Some(from_float(rows::quantize_row_q6_K_ref))),
-        Type::Q1_0 => (Some(to_float(rows::dequantize_row_q1_0)), Some(from_float(rows::quantize_row_q1_0_ref))),
-        Type::Q2_0 => (Some(to_float(rows::dequantize_row_q2_0)), Some(from_float(rows::quantize_row_q2_0_ref))),
-        Type::MXFP4 => (Some(to_float(rows::dequantize_row_mxfp4)), Some(from_float(rows::quantize_row_mxfp4_ref))),
-        Type::NVFP4 => (Some(to_float(rows::dequantize_row_nvfp4)), Some(from_float(rows::quantize_row_nvfp4_ref))),
-        Type::TQ1_0 => (Some(to_float(rows::dequantize_row_tq1_0)), Some(from_float(rows::quantize_row_tq1_0_ref))),
-        Type::TQ2_0 => (Some(to_float(rows::dequantize_row_tq2_0)), Some(from_float(rows::quantize_row_tq2_0_ref))),
-        Type::IQ4_NL => (Some(to_float(rows::dequantize_row_iq4_nl)), Some(from_float(rows::quantize_row_iq4_nl_ref))),
-        Type::IQ4_XS => (Some(to_float(rows::dequantize_row_iq4_xs)), Some(from_float(rows::quantize_row_iq4_xs_ref))),
+        Type::F16 => (Some(rows::fp16_to_fp32_row), Some(rows::fp32_to_fp16_row)),
+        Type::BF16 => (Some(rows::bf16_to_fp32_row), Some(rows::fp32_to_bf16_row)),
+        Type::Q4_0 => (Some(to_f32::<BlockQ4_0>), Some(from_f32::<BlockQ4_0>)),
+        Type::Q4_1 => (Some(to_f32::<BlockQ4_1>), Some(from_f32::<BlockQ4_1>)),
+        Type::Q5_0 => (Some(to_f32::<BlockQ5_0>), Some(from_f32::<BlockQ5_0>)),
+        Type::Q5_1 => (Some(to_f32::<BlockQ5_1>), Some(from_f32::<BlockQ5_1>)),
+        Type::Q8_0 => (Some(to_f32::<BlockQ8_0>), Some(from_f32::<BlockQ8_0>)),
+        Type::Q8_1 => (None, Some(from_f32::<BlockQ8_1>)),
+        Type::Q2_K => (Some(to_f32::<BlockQ2K>), Some(from_f32::<BlockQ2K>)),
+        Type::Q3_K => (Some(to_f32::<BlockQ3K>), Some(from_f32::<BlockQ3K>)),
+        Type::Q4_K => (Some(to_f32::<BlockQ4K>), Some(from_f32::<BlockQ4K>)),
+        Type::Q5_K => (Some(to_f32::<BlockQ5K>), Some(from_f32::<BlockQ5K>)),
+        Type::Q6_K => (Some(to_f32::<BlockQ6K>), Some(from_f32::<BlockQ6K>)),
+        Type::Q1_0 => (Some(to_f32::<BlockQ1_0>), Some(from_f32::<BlockQ1_0>)),
+        Type::Q2_0 => (Some(to_f32::<BlockQ2_0>), Some(from_f32::<BlockQ2_0>)),
+        Type::MXFP4 => (Some(to_f32::<BlockMxfp4>), Some(from_f32::<BlockMxfp4>)),
+        Type::NVFP4 => (Some(to_f32::<BlockNvfp4>), Some(from_f32::<BlockNvfp4>)),
+        Type::TQ1_0 => (Some(to_f32::<BlockTq1_0>), Some(from_f32::<BlockTq1_0>)),
+        Type::TQ2_0 => (Some(to_f32::<BlockTq2_0>), Some(from_f32::<BlockTq2_0>)),
+        Type::IQ4_NL => (Some(to_f32::<BlockIq4Nl>), Some(from_f32::<BlockIq4Nl>)),
+        Type::IQ4_XS => (Some(to_f32::<BlockIq4Xs>), Some(from_f32::<BlockIq4Xs>)),
         // As in ggml, iq2_xxs, iq2_xs and iq1_s (which need an importance matrix) and iq1_m have
         // no reference row quantizer.
-        Type::IQ2_XXS => (Some(to_float(rows::dequantize_row_iq2_xxs)), None),
-        Type::IQ2_XS => (Some(to_float(rows::dequantize_row_iq2_xs)), None),
-        Type::IQ2_S => (Some(to_float(rows::dequantize_row_iq2_s)), Some(from_float(rows::quantize_row_iq2_s_ref))),
-        Type::IQ3_XXS => {
-            (Some(to_float(rows::dequantize_row_iq3_xxs)), Some(from_float(rows::quantize_row_iq3_xxs_ref)))
-        }
-        Type::IQ3_S => (Some(to_float(rows::dequantize_row_iq3_s)), Some(from_float(rows::quantize_row_iq3_s_ref))),
-        Type::IQ1_S => (Some(to_float(rows::dequantize_row_iq1_s)), None),
-        Type::IQ1_M => (Some(to_float(rows::dequantize_row_iq1_m)), None),
+        Type::IQ2_XXS => (Some(to_f32::<BlockIq2Xxs>), None),
+        Type::IQ2_XS => (Some(to_f32::<BlockIq2Xs>), None),
+        Type::IQ2_S => (Some(to_f32::<BlockIq2S>), Some(from_f32::<BlockIq2S>)),
+        Type::IQ3_XXS => (Some(to_f32::<BlockIq3Xxs>), Some(from_f32::<BlockIq3Xxs>)),
+        Type::IQ3_S => (Some(to_f32::<BlockIq3S>), Some(from_f32::<BlockIq3S>)),
+        Type::IQ1_S => (Some(to_f32::<BlockIq1S>), None),
+        Type::IQ1_M => (Some(to_f32::<BlockIq1M>), None),
         _ => (None, None),
     }
-}
-
-/// A typed row converter as the untyped C function pointer.
-fn to_float<T>(f: extern "C" fn(*const T, *mut f32, i64)) -> ToFloatFn {
-    // SAFETY: data pointers of any type are passed identically in the C ABI, so a function
-    // taking `*const T` can be called through a pointer declared with `*const c_void`.
-    unsafe { std::mem::transmute::<extern "C" fn(*const T, *mut f32, i64), ToFloatFn>(f) }
-}
-
-fn from_float<T>(f: extern "C" fn(*const f32, *mut T, i64)) -> FromFloatFn {
-    // SAFETY: as in `to_float`.
-    unsafe { std::mem::transmute::<extern "C" fn(*const f32, *mut T, i64), FromFloatFn>(f) }
 }
 
 #[cfg(test)]

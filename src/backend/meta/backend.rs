@@ -12,11 +12,12 @@ use super::split::split_state;
 use super::{SplitAxis, SplitState};
 use crate::backend::backend::{BackendPtr, tensor_copy_async};
 use crate::backend::buffer::{self as bufops, BufferPtr, Copy2d};
-use crate::backend::interface::{Backend, BackendInterface, Buffer, Device, Status};
-use crate::backend::registry::RegPtr;
+use crate::backend::interface::{Backend, BackendInterface, Buffer, Device};
+use crate::backend::reg::RegPtr;
 use crate::core::context::{Context, InitParams};
 use crate::core::graph::{Graph, GraphPtr, cgraph};
 use crate::core::op::Op;
+use crate::core::status::Status;
 use crate::core::tensor::{MAX_SRC, Tensor, TensorPtr, flag};
 
 /// `ggml_backend_comm_init_t` and friends: a registry's collective operations.

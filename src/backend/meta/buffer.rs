@@ -18,10 +18,11 @@ use super::device::meta_buft;
 use super::split::{self, SplitCache};
 use super::{SplitAxis, SplitState};
 use crate::backend::buffer::{self as bufops, BufferPtr, BufferTypePtr, Copy2d};
-use crate::backend::interface::{Buffer, BufferInterface, BufferType, BufferUsage, Status};
+use crate::backend::interface::{Buffer, BufferInterface, BufferType, BufferUsage};
 use crate::backend::tallocr;
 use crate::core::context::{Context, InitParams};
 use crate::core::op::Op;
+use crate::core::status::Status;
 use crate::core::tensor::{MAX_DIMS, MAX_SRC, Tensor, TensorPtr, flag};
 
 /// The base address a meta buffer reports; meta tensor addresses are offsets from it.

@@ -10,11 +10,12 @@ use crate::backend::buffer::{
     self as bufops, BufferPtr, BufferTypePtr, tensor_alloc, tensor_get, tensor_memset, tensor_set,
 };
 use crate::backend::device::DevicePtr;
-use crate::backend::interface::{BufferUsage, DevType, Status};
+use crate::backend::interface::{BufferUsage, DevType};
 use crate::backend::test_backend::{DeviceSpec, new_reg};
 use crate::core::context::{Context, InitParams};
 use crate::core::graph::cgraph;
 use crate::core::ops::{elementwise, matmul, shape};
+use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 

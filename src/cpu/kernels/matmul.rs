@@ -867,12 +867,12 @@ fn typed_row(bytes: &[u8]) -> &[f32] {
 pub(super) mod tests {
     use super::tests_support::placed;
     use super::*;
-    use crate::backend::interface::Status;
     use crate::core::context::Context;
     use crate::core::graph::cgraph::new_graph_custom;
     use crate::core::op::Op;
     use crate::core::ops::matmul as ops;
     use crate::core::ops::shape::{permute, transpose};
+    use crate::core::status::Status;
     use crate::cpu::compute::compute;
     use crate::cpu::kernels::testing::{Rng, ctx, nmse, random};
     use crate::cpu::plan::{OpTable, plan};
@@ -1362,10 +1362,10 @@ mod bench {
 #[cfg(test)]
 mod tests_support {
     use super::*;
-    use crate::backend::interface::Status;
     use crate::core::context::{Context, InitParams};
     use crate::core::graph::cgraph::new_graph_custom;
     use crate::core::ops::matmul as ops;
+    use crate::core::status::Status;
     use crate::cpu::compute::compute;
     use crate::cpu::plan::{OpTable, plan};
     use crate::quants::half::{fp32_to_bf16, fp32_to_fp16};

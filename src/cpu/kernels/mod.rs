@@ -34,8 +34,8 @@ pub mod unary;
 // ---------------------------------------------------------------------------------------------
 // Dispatch: which kernel computes an op, whether it can, and the scratch it needs.
 
-use crate::backend::interface::Status;
 use crate::core::op::Op;
+use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::{ComputeParams, Kernel, op_is_empty};
@@ -316,10 +316,10 @@ mod dispatch_tests {
     use crate::core::context::Context;
     use crate::core::graph::cgraph::new_graph_custom;
     use crate::core::ops::{elementwise, matmul as mm, softmax as sm};
+    use crate::core::threadpool_params::ThreadpoolParams;
     use crate::cpu::kernels::testing::ctx;
     use crate::cpu::plan::plan;
     use crate::cpu::pool::Threadpool;
-    use crate::ffi::misc::ThreadpoolParams;
 
     fn filled(c: &mut Context, ne: &[i64], mut f: impl FnMut(usize) -> f32) -> TensorPtr {
         let t = c.new_tensor(Type::F32, ne);

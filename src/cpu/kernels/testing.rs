@@ -4,15 +4,15 @@
 
 use std::ffi::c_int;
 
-use crate::backend::interface::Status;
 use crate::core::context::{Context, InitParams};
 use crate::core::element::{get_f32_nd, set_f32_nd, unravel};
 use crate::core::graph::cgraph::new_graph_custom;
+use crate::core::status::Status;
 use crate::core::tensor::TensorPtr;
+use crate::core::threadpool_params::ThreadpoolParams;
 use crate::cpu::compute::{ComputeParams, compute};
 use crate::cpu::plan::{CACHE_LINE_SIZE, DefaultOps, plan};
 use crate::cpu::pool::Threadpool;
-use crate::ffi::misc::ThreadpoolParams;
 
 /// A context large enough for the biggest case (mul_mat's); only the pages used are touched.
 pub fn ctx() -> Box<Context> {

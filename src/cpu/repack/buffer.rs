@@ -8,12 +8,12 @@ use std::ffi::{c_char, c_void};
 
 use super::layout::{self, GROUP_ROWS};
 use crate::backend::buffer::StaticBufferType;
-use crate::backend::cpu_buffer::{cpu_buffer_type_alloc_buffer, tensor_ref};
+use crate::backend::host_buffer::{cpu_buffer_type_alloc_buffer, tensor_ref};
 use crate::backend::interface::{Buffer, BufferType, BufferTypeInterface};
 use crate::core::tensor::Tensor;
 
 /// Alignment of tensors in the buffer: as the CPU buffer type's.
-const ALIGNMENT: usize = crate::backend::cpu_buffer::TENSOR_ALIGNMENT;
+const ALIGNMENT: usize = crate::backend::host_buffer::TENSOR_ALIGNMENT;
 
 pub(super) static REPACK_BUFFER_TYPE: StaticBufferType = StaticBufferType::new(
     BufferTypeInterface {

@@ -11,8 +11,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
-use super::interface::{BackendInitFn, BackendScoreFn, GGML_BACKEND_API_VERSION};
-use super::registry::{self, RegPtr};
+use crate::backend::interface::{BackendInitFn, BackendScoreFn, GGML_BACKEND_API_VERSION};
+use crate::backend::reg::RegPtr;
+use crate::registry;
 
 /// The backends `load_all` looks for, in the order ggml loads them.
 const KNOWN_BACKENDS: [&str; 15] = [

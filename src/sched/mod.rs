@@ -26,13 +26,14 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::backend::{BackendPtr, EventPtr, event_new};
-use super::buffer::{BufferPtr, BufferTypePtr};
-use super::interface::{Backend, DevType, Status};
 use crate::alloc::Gallocr;
+use crate::backend::backend::{BackendPtr, EventPtr, event_new};
+use crate::backend::buffer::{BufferPtr, BufferTypePtr};
+use crate::backend::interface::{Backend, DevType};
 use crate::core::context::{Context, InitParams, OBJECT_SIZE, TENSOR_SIZE};
 use crate::core::graph::{EvalOrder, Graph, HashSet};
 use crate::core::op::Op;
+use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr, flag};
 
 /// `GGML_SCHED_MAX_COPIES`: the input copies kept for pipeline parallelism.
@@ -49,7 +50,7 @@ fn is_view_op(op: Op) -> bool {
 
 /// A backend's name, for copies' names and messages.
 fn backend_name(b: BackendPtr) -> String {
-    super::device::lossy(b.name())
+    crate::backend::device::lossy(b.name())
 }
 
 /// A backend's own asynchronous copy of `src` (on `from`) into `dst` (on `to`), without

@@ -10,16 +10,17 @@ use std::ffi::{CString, c_char, c_void};
 
 use super::*;
 use crate::backend::buffer::{BufferPtr, tensor_get, tensor_set};
-use crate::backend::cpu_buffer::cpu_buffer_type;
+use crate::backend::host_buffer::cpu_buffer_type;
 use crate::backend::interface::{
     Backend, BackendInterface, Buffer, BufferInterface, BufferType, BufferTypeInterface, BufferUsage, DevType, Device,
-    DeviceInterface, Event, GraphOptimizeParams, Status,
+    DeviceInterface, Event, GraphOptimizeParams,
 };
 use crate::backend::tallocr::alloc_ctx_tensors;
 use crate::core::context::{Context, InitParams};
 use crate::core::graph::GraphPtr;
 use crate::core::graph::cgraph::new_graph_custom;
 use crate::core::ops;
+use crate::core::status::Status;
 use crate::core::tensor::{MAX_SRC, Tensor, TensorPtr, flag};
 use crate::core::types::Type;
 

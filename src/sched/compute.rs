@@ -5,8 +5,9 @@
 
 use super::{BackendPtr, EventPtr, Sched, Split, cpy_tensor_async, own_buffer};
 use crate::backend::buffer::{BufferTypePtr, tensor_copy};
-use crate::backend::interface::{BufferUsage, Status};
+use crate::backend::interface::BufferUsage;
 use crate::core::op::Op;
+use crate::core::status::Status;
 use crate::core::tensor::TensorPtr;
 
 impl Sched {

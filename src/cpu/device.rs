@@ -6,13 +6,13 @@ use std::cell::UnsafeCell;
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::sync::LazyLock;
 
-use super::buffer::BufferTypePtr;
-use super::cpu_buffer::{cpu_buffer_from_ptr, cpu_buffer_type};
-use super::interface::{
+use crate::backend::buffer::BufferTypePtr;
+use crate::backend::host_buffer::{cpu_buffer_from_ptr, cpu_buffer_type};
+use crate::backend::interface::{
     Backend, Buffer, BufferType, DevCaps, DevProps, DevType, Device, DeviceInterface, GGML_BACKEND_API_VERSION, Reg,
     RegInterface,
 };
-use super::registry::RegPtr;
+use crate::backend::reg::RegPtr;
 use crate::core::tensor::Tensor;
 use crate::cpu::repack;
 

@@ -2,81 +2,19 @@
 //! devices that applications enumerate: lookups by index, name (ASCII case-insensitive) and
 //! device type, and the shortcuts that pick a device and start a backend on it.
 //!
-//! The list starts with the built-in CPU registry; plugins loaded by [`super::loader`] join
+//! The list starts with the built-in CPU registry; plugins loaded by [`loader`] join
 //! it together with the library handle that keeps their code mapped.
 
-use std::ffi::{CStr, c_char, c_void};
-use std::ptr::NonNull;
+use std::ffi::{CStr, c_char};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
-use super::device::{DevicePtr, lossy, required};
-use super::interface::{Backend, DevType, Device, Reg};
-use super::loader::Library;
+use crate::backend::device::DevicePtr;
+use crate::backend::interface::{Backend, DevType};
+use crate::backend::reg::RegPtr;
+use loader::Library;
 
-/// A handle to a `ggml_backend_reg`.
-///
-/// Registries are statics of the backend that defines them and live until it is unloaded; a
-/// handle relies on that.
-#[repr(transparent)]
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct RegPtr(NonNull<Reg>);
-
-// SAFETY: a registry is a table of functions that ggml lets any thread call; the handle is
-// only an address, kept in the process-wide list.
-unsafe impl Send for RegPtr {}
-
-impl RegPtr {
-    /// # Safety
-    /// `ptr`, when not null, must point to a registry that outlives every use of the handle.
-    pub unsafe fn from_raw(ptr: *mut Reg) -> Option<Self> {
-        NonNull::new(ptr).map(RegPtr)
-    }
-
-    pub fn as_ptr(self) -> *mut Reg {
-        self.0.as_ptr()
-    }
-
-    fn get(&self) -> &Reg {
-        // SAFETY: the handle's contract keeps the registry alive.
-        unsafe { self.0.as_ref() }
-    }
-
-    pub fn api_version(self) -> i32 {
-        self.get().api_version
-    }
-
-    pub fn name(self) -> *const c_char {
-        let f = required(self.get().iface.get_name, "registry", "get_name");
-        // SAFETY: the entry belongs to this registry and is called with it.
-        unsafe { f(self.as_ptr()) }
-    }
-
-    pub fn name_lossy(self) -> String {
-        lossy(self.name())
-    }
-
-    pub fn dev_count(self) -> usize {
-        let f = required(self.get().iface.get_device_count, "registry", "get_device_count");
-        // SAFETY: as in `name`.
-        unsafe { f(self.as_ptr()) }
-    }
-
-    /// Device `index` of this registry, as the registry returns it (it checks the index).
-    pub fn dev_get(self, index: usize) -> *mut Device {
-        let f = required(self.get().iface.get_device, "registry", "get_device");
-        // SAFETY: as in `name`.
-        unsafe { f(self.as_ptr(), index) }
-    }
-
-    /// An extra function the backend offers under `name`; NULL when it offers none.
-    pub fn proc_address(self, name: &CStr) -> *mut c_void {
-        match self.get().iface.get_proc_address {
-            // SAFETY: as in `name`; `name` is a C string.
-            Some(f) => unsafe { f(self.as_ptr(), name.as_ptr()) },
-            None => std::ptr::null_mut(),
-        }
-    }
-}
+mod builtin;
+pub mod loader;
 
 struct Entry {
     reg: RegPtr,
@@ -105,11 +43,12 @@ impl Registry {
 
 static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(|| {
     let mut registry = Registry::default();
-    let cpu = super::cpu_device::cpu_reg();
-    let devices = reg_devices(cpu);
-    registry.backends.push(Entry { reg: cpu, _library: None });
-    for d in devices {
-        registry.add_device(d);
+    for reg in builtin::regs() {
+        let devices = reg_devices(reg);
+        registry.backends.push(Entry { reg, _library: None });
+        for d in devices {
+            registry.add_device(d);
+        }
     }
     Mutex::new(registry)
 });
@@ -255,7 +194,7 @@ mod tests {
     #[test]
     fn the_cpu_registry_is_listed_first() {
         let cpu = reg_get(0);
-        assert_eq!(cpu, super::super::cpu_device::cpu_reg());
+        assert_eq!(cpu, crate::cpu::device::cpu_reg());
         assert_eq!(reg_by_name(b"cpu"), Some(cpu));
         let dev = dev_by_type(DevType::CPU).expect("CPU device");
         assert_eq!(dev.reg(), cpu.as_ptr());
@@ -263,7 +202,7 @@ mod tests {
         let backend = init_by_type(DevType::CPU, None);
         assert!(!backend.is_null());
         // SAFETY: a backend just created, freed once.
-        unsafe { super::super::backend::BackendPtr::from_raw(backend) }.expect("CPU backend").free();
+        unsafe { BackendPtr::from_raw(backend) }.expect("CPU backend").free();
     }
 
     #[test]
