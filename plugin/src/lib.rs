@@ -11,7 +11,7 @@
 //! registered before any loaded plugin.
 //!
 //! Everything else forwards to this library's CPU device and backend
-//! (`ggml_rs::backend::cpu_device`, `ggml_rs::cpu::backend`): backends are CPU backends whose
+//! (`ggml_rs::cpu::device`, `ggml_rs::cpu::backend`): backends are CPU backends whose
 //! device and name are RS-CPU's, buffers are CPU buffers of a buffer type that belongs to
 //! RS-CPU, and the registry answers the CPU registry's extra functions
 //! (`ggml_backend_cpu_set_use_ref`, `ggml_backend_set_n_threads`, ...).
@@ -25,15 +25,15 @@ use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::sync::{LazyLock, OnceLock};
 
 use ggml_rs::backend::buffer::BufferTypePtr;
-use ggml_rs::backend::cpu_buffer::cpu_buffer_type;
-use ggml_rs::backend::cpu_device::cpu_reg;
 use ggml_rs::backend::device::DevicePtr;
+use ggml_rs::backend::host_buffer::cpu_buffer_type;
 use ggml_rs::backend::interface::{
     Backend, Buffer, BufferType, BufferTypeInterface, DevProps, DevType, Device, DeviceInterface,
     GGML_BACKEND_API_VERSION, Reg, RegInterface,
 };
 use ggml_rs::core::tensor::Tensor;
 use ggml_rs::cpu;
+use ggml_rs::cpu::device::cpu_reg;
 
 /// The registry's name.
 const REG_NAME: &CStr = c"RS";
@@ -261,7 +261,7 @@ unsafe extern "C" fn dev_supports_buft(_dev: *mut Device, buft: *mut BufferType)
 mod tests {
     use super::*;
     use ggml_rs::backend::backend::BackendPtr;
-    use ggml_rs::backend::registry::RegPtr;
+    use ggml_rs::backend::reg::RegPtr;
 
     fn reg() -> RegPtr {
         // SAFETY: the registry is a static.
