@@ -4,5 +4,5 @@
 fn main() {
     println!("cargo:rerun-if-changed=src/ffi/variadic.c");
     cc::Build::new().file("src/ffi/variadic.c").warnings_into_errors(true).compile("ggml_variadic");
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libggml-base.so.0");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libggml-rs.so.0");
 }

@@ -4,8 +4,9 @@
 # imported targets ggml::ggml, ggml::ggml-base, ggml::ggml-cpu and ggml::all), so projects such
 # as llama.cpp (LLAMA_USE_SYSTEM_GGML=ON) build against it unchanged.
 #
-# All code lives in libggml-base.so.0. libggml.so.0 and libggml-cpu.so.0 are soname shims that
-# depend on it, so linking any of the targets gives one copy of the library state.
+# All code lives in libggml-rs.so.0. libggml-base.so.0, libggml.so.0 and libggml-cpu.so.0 are
+# ELF filters on it that define exactly the reference libraries' symbols, so each target links
+# what the reference's does, and every process has one copy of the library state.
 #
 # The file is relocatable: every path is derived from its own location.
 
@@ -84,8 +85,8 @@ find_dependency(Threads)
 set_and_check(GGML_INCLUDE_DIR "${PACKAGE_PREFIX_DIR}/include")
 set_and_check(GGML_LIB_DIR "${PACKAGE_PREFIX_DIR}/lib")
 
-# The development links (linker scripts for libggml.so and libggml-cpu.so, so that a bare
-# -lggml links every symbol), as the reference's find_library() calls would report them.
+# The development links (relative symlinks to the .so.0 files), as the reference's
+# find_library() calls would report them.
 set(GGML_LIBRARY "${GGML_LIB_DIR}/libggml.so")
 set(GGML_BASE_LIBRARY "${GGML_LIB_DIR}/libggml-base.so")
 set(GGML_CPU_LIBRARY "${GGML_LIB_DIR}/libggml-cpu.so")

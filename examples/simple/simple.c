@@ -1,11 +1,21 @@
 // The smallest complete ggml program: multiply two matrices on the CPU.
-// It uses only the public API (ggml.h, ggml-cpu.h), as installed by scripts/install.
+// It uses only the public API (ggml.h, ggml-backend.h, ggml-cpu.h), as installed by
+// scripts/install, and so each of ggml's three libraries: ggml-base, ggml (the device
+// registry) and ggml-cpu.
 #include "ggml.h"
+#include "ggml-backend.h"
 #include "ggml-cpu.h"
 
 #include <stdio.h>
 
 int main(void) {
+    // The devices this ggml offers, from its registry: the CPU at least.
+    printf("devices:");
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        printf(" %s", ggml_backend_dev_name(ggml_backend_dev_get(i)));
+    }
+    printf("\n");
+
     // A is 4x2 (4 rows of 2), B is 3x2; ggml_mul_mat(A, B) gives B * A^T, 4 columns by 3 rows.
     const float a[4 * 2] = { 2, 8, 5, 1, 4, 2, 8, 6 };
     const float b[3 * 2] = { 10, 5, 9, 9, 5, 4 };

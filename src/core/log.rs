@@ -49,6 +49,11 @@ pub unsafe extern "C" fn log_to_stderr(_level: i32, text: *const c_char, _user_d
     let _ = err.flush();
 }
 
+/// Writes the calling thread's stack to stderr (`ggml_print_backtrace`).
+pub fn print_backtrace() {
+    let _ = writeln!(std::io::stderr().lock(), "{}", std::backtrace::Backtrace::force_capture());
+}
+
 pub fn set_logger(callback: LogCallback, user_data: *mut c_void) {
     let mut logger = LOGGER.lock().unwrap_or_else(|e| e.into_inner());
     logger.callback = callback;
@@ -92,9 +97,8 @@ pub fn abort(file: &str, line: u32, message: &str) -> ! {
             unsafe { cb(text.as_ptr()) };
         }
         None => {
-            let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "{full}");
-            let _ = writeln!(err, "{}", std::backtrace::Backtrace::force_capture());
+            let _ = writeln!(std::io::stderr().lock(), "{full}");
+            print_backtrace();
         }
     }
     std::process::abort()

@@ -36,6 +36,7 @@ static SETTINGS: OnceLock<Settings> = OnceLock::new();
 /// process; later calls return at once.
 pub fn cpu_init() {
     settings();
+    super::tables::fill();
 }
 
 fn settings() -> &'static Settings {

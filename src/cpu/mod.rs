@@ -17,3 +17,4 @@ pub mod backend;
 pub mod device;
 pub mod kernels;
 pub mod repack;
+pub mod tables;

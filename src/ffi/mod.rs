@@ -13,6 +13,7 @@ pub mod context;
 pub mod cpu;
 pub mod gguf;
 pub mod graph;
+pub mod impl_h;
 pub mod meta;
 pub mod misc;
 pub mod ops_a;

@@ -34,11 +34,11 @@ pub(crate) fn erf(x: f32) -> f32 {
 }
 
 /// The tanh approximation of GELU, computed directly.
-fn gelu_formula(x: f32) -> f32 {
+pub(crate) fn gelu_formula(x: f32) -> f32 {
     0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + GELU_COEF_A * x * x)).tanh())
 }
 
-fn gelu_quick_formula(x: f32) -> f32 {
+pub(crate) fn gelu_quick_formula(x: f32) -> f32 {
     x * (1.0 / (1.0 + (GELU_QUICK_COEF * x).exp()))
 }
 
