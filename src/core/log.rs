@@ -23,7 +23,7 @@ pub enum Level {
 pub type LogCallback = Option<unsafe extern "C" fn(level: i32, text: *const c_char, user_data: *mut c_void)>;
 
 /// `ggml_abort_callback_t`.
-pub type AbortCallback = Option<unsafe extern "C" fn(message: *const c_char)>;
+pub type AbortMessageCallback = Option<unsafe extern "C" fn(message: *const c_char)>;
 
 struct Logger {
     callback: LogCallback,
@@ -35,7 +35,7 @@ struct Logger {
 unsafe impl Send for Logger {}
 
 static LOGGER: Mutex<Logger> = Mutex::new(Logger { callback: None, user_data: std::ptr::null_mut() });
-static ABORT_CALLBACK: Mutex<AbortCallback> = Mutex::new(None);
+static ABORT_CALLBACK: Mutex<AbortMessageCallback> = Mutex::new(None);
 
 /// The default sink: the text as is, to stderr.
 ///
@@ -73,7 +73,7 @@ pub fn log_cstr(level: i32, text: &std::ffi::CStr) {
     unsafe { sink(level, text.as_ptr(), user_data) };
 }
 
-pub fn set_abort_callback(callback: AbortCallback) -> AbortCallback {
+pub fn set_abort_callback(callback: AbortMessageCallback) -> AbortMessageCallback {
     std::mem::replace(&mut *ABORT_CALLBACK.lock().unwrap_or_else(|e| e.into_inner()), callback)
 }
 

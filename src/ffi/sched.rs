@@ -6,7 +6,7 @@ use std::ffi::{c_int, c_void};
 use crate::backend::backend::BackendPtr;
 use crate::backend::buffer::BufferTypePtr;
 use crate::backend::interface::{Backend, BufferType, Status};
-use crate::backend::sched::{EvalCallback, Sched};
+use crate::backend::sched::{Sched, SchedEvalCallback};
 use crate::core::graph::Graph;
 use crate::core::tensor::Tensor;
 use crate::ffi::{opt_tensor, tensor};
@@ -167,7 +167,7 @@ pub extern "C" fn ggml_backend_sched_reset(sched_: *mut Sched) {
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_sched_set_eval_callback(
     sched_: *mut Sched,
-    callback: Option<EvalCallback>,
+    callback: Option<SchedEvalCallback>,
     user_data: *mut c_void,
 ) {
     sched(sched_).set_eval_callback(callback, user_data);
