@@ -3,6 +3,7 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=src/ffi/variadic.c");
+    println!("cargo:rerun-if-changed=include/ggml.h");
     cc::Build::new().file("src/ffi/variadic.c").warnings_into_errors(true).compile("ggml_variadic");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libggml-rs.so.0");
 }

@@ -19,11 +19,17 @@ pub enum Level {
     Cont = 5,
 }
 
+/// `enum ggml_log_level` as it crosses the C boundary: any int, including levels `Level` does not
+/// name (C callers of `ggml_log_internal` pass what they like, and it is passed on as it came).
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct RawLevel(pub i32);
+
 /// `ggml_log_callback`.
-pub type LogCallback = Option<unsafe extern "C" fn(level: i32, text: *const c_char, user_data: *mut c_void)>;
+pub type LogCallback = Option<unsafe extern "C" fn(level: RawLevel, text: *const c_char, user_data: *mut c_void)>;
 
 /// `ggml_abort_callback_t`.
-pub type AbortCallback = Option<unsafe extern "C" fn(message: *const c_char)>;
+pub type AbortMessageCallback = Option<unsafe extern "C" fn(message: *const c_char)>;
 
 struct Logger {
     callback: LogCallback,
@@ -35,13 +41,13 @@ struct Logger {
 unsafe impl Send for Logger {}
 
 static LOGGER: Mutex<Logger> = Mutex::new(Logger { callback: None, user_data: std::ptr::null_mut() });
-static ABORT_CALLBACK: Mutex<AbortCallback> = Mutex::new(None);
+static ABORT_CALLBACK: Mutex<AbortMessageCallback> = Mutex::new(None);
 
 /// The default sink: the text as is, to stderr.
 ///
 /// # Safety
 /// `text` must be a NUL-terminated string.
-pub unsafe extern "C" fn log_to_stderr(_level: i32, text: *const c_char, _user_data: *mut c_void) {
+pub unsafe extern "C" fn log_to_stderr(_level: RawLevel, text: *const c_char, _user_data: *mut c_void) {
     // SAFETY: log text is always a NUL-terminated string built by `log` below or by C callers.
     let text = unsafe { std::ffi::CStr::from_ptr(text) };
     let mut err = std::io::stderr().lock();
@@ -75,10 +81,10 @@ pub fn log_cstr(level: i32, text: &std::ffi::CStr) {
     let (callback, user_data) = logger();
     let sink = callback.unwrap_or(log_to_stderr);
     // SAFETY: the sink is either ours or one the user registered for exactly this call shape.
-    unsafe { sink(level, text.as_ptr(), user_data) };
+    unsafe { sink(RawLevel(level), text.as_ptr(), user_data) };
 }
 
-pub fn set_abort_callback(callback: AbortCallback) -> AbortCallback {
+pub fn set_abort_callback(callback: AbortMessageCallback) -> AbortMessageCallback {
     std::mem::replace(&mut *ABORT_CALLBACK.lock().unwrap_or_else(|e| e.into_inner()), callback)
 }
 

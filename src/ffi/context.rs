@@ -110,7 +110,7 @@ pub extern "C" fn ggml_log_get(callback: *mut log::LogCallback, user_data: *mut 
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_set_abort_callback(callback: log::AbortCallback) -> log::AbortCallback {
+pub extern "C" fn ggml_set_abort_callback(callback: log::AbortMessageCallback) -> log::AbortMessageCallback {
     log::set_abort_callback(callback)
 }
 

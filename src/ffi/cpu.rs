@@ -71,9 +71,14 @@ pub extern "C" fn ggml_cpu_init() {
     api::cpu_init();
 }
 
+/// `enum ggml_numa_strategy`, as C passes it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct NumaStrategy(pub c_int);
+
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_numa_init(numa: c_int) {
-    api::numa_init(numa);
+pub extern "C" fn ggml_numa_init(numa: NumaStrategy) {
+    api::numa_init(numa.0);
 }
 
 #[unsafe(no_mangle)]

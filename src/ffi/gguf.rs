@@ -405,7 +405,7 @@ pub extern "C" fn gguf_set_arr_data(
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn gguf_set_arr_str(ctx: *mut GgufContext, key: *const c_char, data: *const *const c_char, n: usize) {
+pub extern "C" fn gguf_set_arr_str(ctx: *mut GgufContext, key: *const c_char, data: *mut *const c_char, n: usize) {
     let ptrs: &[*const c_char] = if n == 0 {
         &[]
     } else {

@@ -10,7 +10,7 @@ use crate::core::log;
 /// # Safety
 /// `text` must be a NUL-terminated string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ggml_log_callback_default(level: i32, text: *const c_char, user_data: *mut c_void) {
+pub unsafe extern "C" fn ggml_log_callback_default(level: log::RawLevel, text: *const c_char, user_data: *mut c_void) {
     // SAFETY: the caller's contract is the sink's.
     unsafe { log::log_to_stderr(level, text, user_data) }
 }

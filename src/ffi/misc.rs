@@ -29,7 +29,7 @@ pub extern "C" fn ggml_status_to_string(status: c_int) -> *const c_char {
 }
 
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_guid_matches(a: *const [u8; 16], b: *const [u8; 16]) -> bool {
+pub extern "C" fn ggml_guid_matches(a: *mut [u8; 16], b: *mut [u8; 16]) -> bool {
     // SAFETY: GUID handles point to 16-byte arrays (ggml_guid).
     match unsafe { (a.as_ref(), b.as_ref()) } {
         (Some(a), Some(b)) => a == b,

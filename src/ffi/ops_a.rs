@@ -210,9 +210,14 @@ pub extern "C" fn ggml_clamp_inplace(ctx: *mut Context, a: *mut Tensor, min: f32
     elementwise::clamp_inplace(context(ctx), tensor(a), min, max).as_ptr()
 }
 
+/// `enum ggml_tri_type`, as C passes it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct TriType(pub c_int);
+
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_tri(ctx: *mut Context, a: *mut Tensor, tri_type: c_int) -> *mut Tensor {
-    elementwise::tri(context(ctx), tensor(a), tri_type).as_ptr()
+pub extern "C" fn ggml_tri(ctx: *mut Context, a: *mut Tensor, tri_type: TriType) -> *mut Tensor {
+    elementwise::tri(context(ctx), tensor(a), tri_type.0).as_ptr()
 }
 
 // ---- reductions, repeat, concat ----

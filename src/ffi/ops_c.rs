@@ -318,9 +318,14 @@ pub extern "C" fn ggml_pool_2d_back(
     pool::pool_2d_back(context(ctx), tensor(a), tensor(af), op, k0, k1, s0, s1, p0, p1).as_ptr()
 }
 
+/// `enum ggml_scale_mode`, as C passes it (a mode, possibly with GGML_SCALE_FLAG_* bits).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug)]
+pub struct ScaleMode(pub c_int);
+
 #[unsafe(no_mangle)]
-pub extern "C" fn ggml_upscale(ctx: *mut Context, a: *mut Tensor, scale_factor: c_int, mode: c_int) -> *mut Tensor {
-    pool::upscale(context(ctx), tensor(a), scale_factor, mode as u32).as_ptr()
+pub extern "C" fn ggml_upscale(ctx: *mut Context, a: *mut Tensor, scale_factor: c_int, mode: ScaleMode) -> *mut Tensor {
+    pool::upscale(context(ctx), tensor(a), scale_factor, mode.0 as u32).as_ptr()
 }
 
 #[unsafe(no_mangle)]
@@ -331,9 +336,9 @@ pub extern "C" fn ggml_upscale_ext(
     ne1: c_int,
     ne2: c_int,
     ne3: c_int,
-    mode: c_int,
+    mode: ScaleMode,
 ) -> *mut Tensor {
-    pool::upscale_ext(context(ctx), tensor(a), ne0, ne1, ne2, ne3, mode as u32).as_ptr()
+    pool::upscale_ext(context(ctx), tensor(a), ne0, ne1, ne2, ne3, mode.0 as u32).as_ptr()
 }
 
 #[unsafe(no_mangle)]

@@ -10,7 +10,7 @@ use crate::core::graph::Graph;
 use crate::core::status::Status;
 use crate::core::tensor::Tensor;
 use crate::ffi::{opt_tensor, tensor};
-use crate::sched::{EvalCallback, Sched};
+use crate::sched::{Sched, SchedEvalCallback};
 
 /// The scheduler behind a handle returned by `ggml_backend_sched_new`.
 #[track_caller]
@@ -168,7 +168,7 @@ pub extern "C" fn ggml_backend_sched_reset(sched_: *mut Sched) {
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_sched_set_eval_callback(
     sched_: *mut Sched,
-    callback: Option<EvalCallback>,
+    callback: Option<SchedEvalCallback>,
     user_data: *mut c_void,
 ) {
     sched(sched_).set_eval_callback(callback, user_data);

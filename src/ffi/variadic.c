@@ -4,9 +4,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#define HIDDEN __attribute__((visibility("hidden")))
+#include "../../include/ggml.h"
 
-struct ggml_tensor;
+#define HIDDEN __attribute__((visibility("hidden")))
 
 HIDDEN void ggml_rs_abort_text(const char *file, int line, const char *message) __attribute__((noreturn));
 HIDDEN void ggml_rs_log_text(int level, const char *text);
@@ -29,7 +29,7 @@ HIDDEN struct ggml_tensor *ggml_rs_format_name_c(struct ggml_tensor *tensor, con
     return tensor;
 }
 
-HIDDEN void ggml_rs_log_internal_c(int level, const char *format, ...) {
+HIDDEN void ggml_rs_log_internal_c(enum ggml_log_level level, const char *format, ...) {
     char text[4096];
     va_list args;
     va_start(args, format);

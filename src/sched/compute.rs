@@ -182,7 +182,7 @@ impl Sched {
 
     /// Runs a split in pieces that end at the nodes the callback wants to see, showing it each
     /// of those once computed; stops early (successfully) when the callback says so.
-    fn compute_observed(&self, backend: BackendPtr, split: &mut Split, callback: super::EvalCallback) -> Status {
+    fn compute_observed(&self, backend: BackendPtr, split: &mut Split, callback: super::SchedEvalCallback) -> Status {
         let user_data = self.callback_eval_user_data;
         // SAFETY: the user's callback, called as ggml documents, with a live node.
         let ask = |t: TensorPtr, ask: bool| unsafe { callback(t.as_ptr(), ask, user_data) };

@@ -41,7 +41,7 @@ pub const MAX_COPIES: usize = 4;
 
 /// `ggml_backend_sched_eval_callback`: asked (`ask` true) whether the user wants to see a
 /// node, then shown it (`ask` false) once computed; returning false then stops the graph.
-pub type EvalCallback = unsafe extern "C" fn(t: *mut Tensor, ask: bool, user_data: *mut c_void) -> bool;
+pub type SchedEvalCallback = unsafe extern "C" fn(t: *mut Tensor, ask: bool, user_data: *mut c_void) -> bool;
 
 /// Reshapes and views: metadata only, they run wherever their source is.
 fn is_view_op(op: Op) -> bool {
@@ -277,7 +277,7 @@ pub struct Sched {
 
     arena: TensorArena,
 
-    callback_eval: Option<EvalCallback>,
+    callback_eval: Option<SchedEvalCallback>,
     callback_eval_user_data: *mut c_void,
 
     op_offload: bool,
@@ -431,7 +431,7 @@ impl Sched {
     }
 
     /// `ggml_backend_sched_set_eval_callback`.
-    pub fn set_eval_callback(&mut self, callback: Option<EvalCallback>, user_data: *mut c_void) {
+    pub fn set_eval_callback(&mut self, callback: Option<SchedEvalCallback>, user_data: *mut c_void) {
         self.callback_eval = callback;
         self.callback_eval_user_data = user_data;
     }
