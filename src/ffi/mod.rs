@@ -11,18 +11,24 @@ pub mod backend;
 pub mod backend_buffer;
 pub mod context;
 pub mod cpu;
+pub mod critical_section;
+pub mod file;
 pub mod gguf;
 pub mod graph;
+pub mod guid;
+pub mod memory;
 pub mod meta;
 pub mod misc;
-pub mod ops_a;
-pub mod ops_b;
-pub mod ops_c;
+pub mod op;
+pub mod ops;
 pub mod opt;
 pub mod quants;
 pub mod sched;
+pub mod status;
 pub mod tensor;
+pub mod threadpool_params;
 pub mod variadic;
+pub mod version;
 
 use std::ffi::{CStr, c_char};
 
