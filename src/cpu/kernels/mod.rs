@@ -18,12 +18,14 @@ pub mod dot_small;
 pub mod elementwise;
 pub mod expf;
 pub mod features;
+pub mod glu;
 pub mod loss;
 pub mod matmul;
 pub mod norm;
 pub mod pool;
 pub mod reduce;
 pub mod rope;
+pub mod rows;
 pub mod sequence;
 pub mod simd;
 pub mod softmax;
@@ -77,12 +79,12 @@ fn entry(op: Op) -> Option<Entry> {
         Op::CPY => Entry::new(copy::cpy, copy::copy_supports).scratch(copy::copy_work_size),
         Op::CONT => Entry::new(copy::cont, copy::copy_supports).scratch(copy::copy_work_size),
         Op::SET => Entry::new(copy::set, copy::set_supports),
-        Op::GET_ROWS => Entry::new(copy::get_rows, copy::get_rows_supports),
-        Op::GET_ROWS_BACK => Entry::new(copy::get_rows_back, copy::get_rows_back_supports),
-        Op::SET_ROWS => Entry::new(copy::set_rows, copy::set_rows_supports).scratch(set_rows_work_size),
-        Op::DIAG => Entry::new(copy::diag, copy::diag_supports),
-        Op::DIAG_MASK_INF => Entry::new(copy::diag_mask_inf, copy::diag_mask_supports),
-        Op::DIAG_MASK_ZERO => Entry::new(copy::diag_mask_zero, copy::diag_mask_supports),
+        Op::GET_ROWS => Entry::new(rows::get_rows, rows::get_rows_supports),
+        Op::GET_ROWS_BACK => Entry::new(rows::get_rows_back, rows::get_rows_back_supports),
+        Op::SET_ROWS => Entry::new(rows::set_rows, rows::set_rows_supports).scratch(set_rows_work_size),
+        Op::DIAG => Entry::new(rows::diag, rows::diag_supports),
+        Op::DIAG_MASK_INF => Entry::new(softmax::diag_mask_inf, softmax::diag_mask_supports),
+        Op::DIAG_MASK_ZERO => Entry::new(softmax::diag_mask_zero, softmax::diag_mask_supports),
 
         Op::ADD => Entry::new(elementwise::add, elementwise::binary_supports).scratch(elementwise::add_work_size),
         Op::SUB => Entry::new(elementwise::sub, elementwise::binary_supports),
@@ -104,7 +106,7 @@ fn entry(op: Op) -> Option<Entry> {
         Op::SIN => Entry::new(unary::sin, unary::math_supports),
         Op::COS => Entry::new(unary::cos, unary::math_supports),
         Op::UNARY => Entry::new(unary::unary, unary::unary_supports),
-        Op::GLU => Entry::new(unary::glu, unary::glu_supports),
+        Op::GLU => Entry::new(glu::glu, glu::glu_supports),
 
         Op::NORM => Entry::new(norm::norm, norm::norm_supports),
         Op::RMS_NORM => Entry::new(norm::rms_norm, norm::rms_norm_supports),
