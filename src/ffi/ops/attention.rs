@@ -4,7 +4,7 @@ use crate::core::context::Context;
 use crate::core::ops::attention;
 use crate::core::ops::matmul::Prec;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, opt_tensor, tensor};
+use crate::ffi::handle::{arg, opt_arg};
 
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
@@ -18,37 +18,35 @@ pub extern "C" fn ggml_flash_attn_ext(
     max_bias: f32,
     logit_softcap: f32,
 ) -> *mut Tensor {
-    attention::flash_attn_ext(
-        context(ctx),
-        tensor(q),
-        tensor(k),
-        tensor(v),
-        opt_tensor(mask),
-        scale,
-        max_bias,
-        logit_softcap,
-    )
-    .as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe {
+        attention::flash_attn_ext(arg!(ctx), arg!(q), arg!(k), arg!(v), opt_arg!(mask), scale, max_bias, logit_softcap)
+            .as_ptr()
+    }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_flash_attn_ext_set_prec(a: *mut Tensor, prec: Prec) {
-    attention::flash_attn_ext_set_prec(tensor(a), prec);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { attention::flash_attn_ext_set_prec(arg!(a), prec) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_flash_attn_ext_get_prec(a: *const Tensor) -> Prec {
-    attention::flash_attn_ext_get_prec(tensor(a))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { attention::flash_attn_ext_get_prec(arg!(a)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_flash_attn_ext_set_n_kv_max(a: *mut Tensor, n_kv_max: i32) {
-    attention::flash_attn_ext_set_n_kv_max(tensor(a), n_kv_max);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { attention::flash_attn_ext_set_n_kv_max(arg!(a), n_kv_max) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_flash_attn_ext_add_sinks(a: *mut Tensor, sinks: *mut Tensor) {
-    attention::flash_attn_ext_add_sinks(tensor(a), opt_tensor(sinks));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { attention::flash_attn_ext_add_sinks(arg!(a), opt_arg!(sinks)) };
 }
 
 #[unsafe(no_mangle)]
@@ -60,5 +58,6 @@ pub extern "C" fn ggml_flash_attn_back(
     d: *mut Tensor,
     masked: bool,
 ) -> *mut Tensor {
-    attention::flash_attn_back(context(ctx), tensor(q), tensor(k), tensor(v), tensor(d), masked).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { attention::flash_attn_back(arg!(ctx), arg!(q), arg!(k), arg!(v), arg!(d), masked).as_ptr() }
 }

@@ -4,7 +4,7 @@ use crate::core::context::Context;
 use crate::core::ops::conv;
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
-use crate::ffi::{context, tensor};
+use crate::ffi::handle::arg;
 use std::ffi::c_int;
 
 #[unsafe(no_mangle)]
@@ -21,7 +21,8 @@ pub extern "C" fn ggml_im2col(
     is_2d: bool,
     dst_type: Type,
 ) -> *mut Tensor {
-    conv::im2col(context(ctx), tensor(a), tensor(b), s0, s1, p0, p1, d0, d1, is_2d, dst_type).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::im2col(arg!(ctx), arg!(a), arg!(b), s0, s1, p0, p1, d0, d1, is_2d, dst_type).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -41,7 +42,8 @@ pub extern "C" fn ggml_im2col_back(
     crate::ggml_assert!(!ne.is_null(), "ggml_im2col_back: NULL shape");
     // SAFETY: the API takes the im2col input's shape as four extents.
     let ne = unsafe { &*ne.cast::<[i64; 4]>() };
-    conv::im2col_back(context(ctx), tensor(a), tensor(b), ne, s0, s1, p0, p1, d0, d1, is_2d).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::im2col_back(arg!(ctx), arg!(a), arg!(b), ne, s0, s1, p0, p1, d0, d1, is_2d).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -61,12 +63,14 @@ pub extern "C" fn ggml_im2col_3d(
     d2: c_int,
     dst_type: Type,
 ) -> *mut Tensor {
-    conv::im2col_3d(context(ctx), tensor(a), tensor(b), ic, s0, s1, s2, p0, p1, p2, d0, d1, d2, dst_type).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::im2col_3d(arg!(ctx), arg!(a), arg!(b), ic, s0, s1, s2, p0, p1, p2, d0, d1, d2, dst_type).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_col2im_1d(ctx: *mut Context, a: *mut Tensor, s0: c_int, oc: c_int, p0: c_int) -> *mut Tensor {
-    conv::col2im_1d(context(ctx), tensor(a), s0, oc, p0).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::col2im_1d(arg!(ctx), arg!(a), s0, oc, p0).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -78,7 +82,8 @@ pub extern "C" fn ggml_conv_1d(
     p0: c_int,
     d0: c_int,
 ) -> *mut Tensor {
-    conv::conv_1d(context(ctx), tensor(a), tensor(b), s0, p0, d0).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_1d(arg!(ctx), arg!(a), arg!(b), s0, p0, d0).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -89,7 +94,8 @@ pub extern "C" fn ggml_conv_1d_ph(
     s: c_int,
     d: c_int,
 ) -> *mut Tensor {
-    conv::conv_1d_ph(context(ctx), tensor(a), tensor(b), s, d).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_1d_ph(arg!(ctx), arg!(a), arg!(b), s, d).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -101,7 +107,8 @@ pub extern "C" fn ggml_conv_1d_dw(
     p0: c_int,
     d0: c_int,
 ) -> *mut Tensor {
-    conv::conv_1d_dw(context(ctx), tensor(a), tensor(b), s0, p0, d0).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_1d_dw(arg!(ctx), arg!(a), arg!(b), s0, p0, d0).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -112,7 +119,8 @@ pub extern "C" fn ggml_conv_1d_dw_ph(
     s0: c_int,
     d0: c_int,
 ) -> *mut Tensor {
-    conv::conv_1d_dw_ph(context(ctx), tensor(a), tensor(b), s0, d0).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_1d_dw_ph(arg!(ctx), arg!(a), arg!(b), s0, d0).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -127,17 +135,20 @@ pub extern "C" fn ggml_conv_2d(
     d0: c_int,
     d1: c_int,
 ) -> *mut Tensor {
-    conv::conv_2d(context(ctx), tensor(a), tensor(b), s0, s1, p0, p1, d0, d1).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_2d(arg!(ctx), arg!(a), arg!(b), s0, s1, p0, p1, d0, d1).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_conv_2d_sk_p0(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor) -> *mut Tensor {
-    conv::conv_2d_sk_p0(context(ctx), tensor(a), tensor(b)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_2d_sk_p0(arg!(ctx), arg!(a), arg!(b)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_conv_2d_s1_ph(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor) -> *mut Tensor {
-    conv::conv_2d_s1_ph(context(ctx), tensor(a), tensor(b)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_2d_s1_ph(arg!(ctx), arg!(a), arg!(b)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -152,7 +163,8 @@ pub extern "C" fn ggml_conv_2d_dw(
     d0: c_int,
     d1: c_int,
 ) -> *mut Tensor {
-    conv::conv_2d_dw(context(ctx), tensor(a), tensor(b), s0, s1, p0, p1, d0, d1).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_2d_dw(arg!(ctx), arg!(a), arg!(b), s0, s1, p0, p1, d0, d1).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -172,7 +184,8 @@ pub extern "C" fn ggml_conv_3d(
     d1: c_int,
     d2: c_int,
 ) -> *mut Tensor {
-    conv::conv_3d(context(ctx), tensor(a), tensor(b), ic, s0, s1, s2, p0, p1, p2, d0, d1, d2).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_3d(arg!(ctx), arg!(a), arg!(b), ic, s0, s1, s2, p0, p1, p2, d0, d1, d2).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -184,7 +197,8 @@ pub extern "C" fn ggml_conv_transpose_1d(
     p0: c_int,
     d0: c_int,
 ) -> *mut Tensor {
-    conv::conv_transpose_1d(context(ctx), tensor(a), tensor(b), s0, p0, d0).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_transpose_1d(arg!(ctx), arg!(a), arg!(b), s0, p0, d0).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -199,8 +213,11 @@ pub extern "C" fn ggml_conv_2d_dw_direct(
     dilation0: c_int,
     dilation1: c_int,
 ) -> *mut Tensor {
-    conv::conv_2d_dw_direct(context(ctx), tensor(a), tensor(b), stride0, stride1, pad0, pad1, dilation0, dilation1)
-        .as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe {
+        conv::conv_2d_dw_direct(arg!(ctx), arg!(a), arg!(b), stride0, stride1, pad0, pad1, dilation0, dilation1)
+            .as_ptr()
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -210,7 +227,8 @@ pub extern "C" fn ggml_conv_transpose_2d_p0(
     b: *mut Tensor,
     stride: c_int,
 ) -> *mut Tensor {
-    conv::conv_transpose_2d_p0(context(ctx), tensor(a), tensor(b), stride).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_transpose_2d_p0(arg!(ctx), arg!(a), arg!(b), stride).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -225,7 +243,8 @@ pub extern "C" fn ggml_conv_2d_direct(
     d0: c_int,
     d1: c_int,
 ) -> *mut Tensor {
-    conv::conv_2d_direct(context(ctx), tensor(a), tensor(b), s0, s1, p0, p1, d0, d1).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { conv::conv_2d_direct(arg!(ctx), arg!(a), arg!(b), s0, s1, p0, p1, d0, d1).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -246,22 +265,25 @@ pub extern "C" fn ggml_conv_3d_direct(
     n_batch: c_int,
     n_channels_out: c_int,
 ) -> *mut Tensor {
-    conv::conv_3d_direct(
-        context(ctx),
-        tensor(a),
-        tensor(b),
-        s0,
-        s1,
-        s2,
-        p0,
-        p1,
-        p2,
-        d0,
-        d1,
-        d2,
-        n_channels,
-        n_batch,
-        n_channels_out,
-    )
-    .as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe {
+        conv::conv_3d_direct(
+            arg!(ctx),
+            arg!(a),
+            arg!(b),
+            s0,
+            s1,
+            s2,
+            p0,
+            p1,
+            p2,
+            d0,
+            d1,
+            d2,
+            n_channels,
+            n_batch,
+            n_channels_out,
+        )
+        .as_ptr()
+    }
 }

@@ -5,7 +5,7 @@ use crate::core::ops::custom;
 use crate::core::ops::custom::{Custom1Fn, Custom2Fn, Custom3Fn, CustomFn};
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
-use crate::ffi::{context, opt_tensor, tensor};
+use crate::ffi::handle::{arg, opt_arg};
 use std::ffi::{c_int, c_void};
 
 #[unsafe(no_mangle)]
@@ -16,7 +16,8 @@ pub extern "C" fn ggml_map_custom1(
     n_tasks: c_int,
     userdata: *mut c_void,
 ) -> *mut Tensor {
-    custom::map_custom1(context(ctx), tensor(a), fun, n_tasks, userdata).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { custom::map_custom1(arg!(ctx), arg!(a), fun, n_tasks, userdata).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -27,7 +28,8 @@ pub extern "C" fn ggml_map_custom1_inplace(
     n_tasks: c_int,
     userdata: *mut c_void,
 ) -> *mut Tensor {
-    custom::map_custom1_inplace(context(ctx), tensor(a), fun, n_tasks, userdata).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { custom::map_custom1_inplace(arg!(ctx), arg!(a), fun, n_tasks, userdata).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -39,7 +41,8 @@ pub extern "C" fn ggml_map_custom2(
     n_tasks: c_int,
     userdata: *mut c_void,
 ) -> *mut Tensor {
-    custom::map_custom2(context(ctx), tensor(a), tensor(b), fun, n_tasks, userdata).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { custom::map_custom2(arg!(ctx), arg!(a), arg!(b), fun, n_tasks, userdata).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -51,7 +54,8 @@ pub extern "C" fn ggml_map_custom2_inplace(
     n_tasks: c_int,
     userdata: *mut c_void,
 ) -> *mut Tensor {
-    custom::map_custom2_inplace(context(ctx), tensor(a), tensor(b), fun, n_tasks, userdata).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { custom::map_custom2_inplace(arg!(ctx), arg!(a), arg!(b), fun, n_tasks, userdata).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -64,7 +68,8 @@ pub extern "C" fn ggml_map_custom3(
     n_tasks: c_int,
     userdata: *mut c_void,
 ) -> *mut Tensor {
-    custom::map_custom3(context(ctx), tensor(a), tensor(b), tensor(c), fun, n_tasks, userdata).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { custom::map_custom3(arg!(ctx), arg!(a), arg!(b), arg!(c), fun, n_tasks, userdata).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -77,7 +82,8 @@ pub extern "C" fn ggml_map_custom3_inplace(
     n_tasks: c_int,
     userdata: *mut c_void,
 ) -> *mut Tensor {
-    custom::map_custom3_inplace(context(ctx), tensor(a), tensor(b), tensor(c), fun, n_tasks, userdata).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { custom::map_custom3_inplace(arg!(ctx), arg!(a), arg!(b), arg!(c), fun, n_tasks, userdata).as_ptr() }
 }
 
 /// The `args`/`n_args` array of the custom ops; entries may be NULL.
@@ -87,8 +93,8 @@ fn custom_args(args: *mut *mut Tensor, n_args: c_int) -> Vec<Option<TensorPtr>> 
         return Vec::new();
     }
     crate::ggml_assert!(!args.is_null(), "NULL args with n_args = {}", n_args);
-    // SAFETY: the caller passes an array of n_args tensor pointers.
-    unsafe { std::slice::from_raw_parts(args, n) }.iter().map(|&p| opt_tensor(p)).collect()
+    // SAFETY: the C caller's contract: an array of n_args tensors, each NULL or live.
+    unsafe { std::slice::from_raw_parts(args, n).iter().map(|&p| opt_arg!(p)).collect() }
 }
 
 #[unsafe(no_mangle)]
@@ -108,7 +114,8 @@ pub extern "C" fn ggml_custom_4d(
 ) -> *mut Tensor {
     crate::ggml_assert!(n_args < crate::core::tensor::MAX_SRC as c_int, "n_args = {}", n_args);
     let args = custom_args(args, n_args);
-    custom::custom_4d(context(ctx), type_, [ne0, ne1, ne2, ne3], &args, fun, n_tasks, userdata).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { custom::custom_4d(arg!(ctx), type_, [ne0, ne1, ne2, ne3], &args, fun, n_tasks, userdata).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -123,5 +130,6 @@ pub extern "C" fn ggml_custom_inplace(
 ) -> *mut Tensor {
     crate::ggml_assert!(n_args < crate::core::tensor::MAX_SRC as c_int - 1, "n_args = {}", n_args);
     let args = custom_args(args, n_args);
-    custom::custom_inplace(context(ctx), tensor(a), &args, fun, n_tasks, userdata).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { custom::custom_inplace(arg!(ctx), arg!(a), &args, fun, n_tasks, userdata).as_ptr() }
 }

@@ -3,7 +3,7 @@
 use crate::core::context::Context;
 use crate::core::ops::deepseek;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, opt_tensor, tensor};
+use crate::ffi::handle::{arg, opt_arg};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_lightning_indexer(
@@ -13,7 +13,8 @@ pub extern "C" fn ggml_lightning_indexer(
     weights: *mut Tensor,
     mask: *mut Tensor,
 ) -> *mut Tensor {
-    deepseek::lightning_indexer(context(ctx), tensor(q), tensor(k), tensor(weights), tensor(mask)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { deepseek::lightning_indexer(arg!(ctx), arg!(q), arg!(k), arg!(weights), arg!(mask)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -25,12 +26,14 @@ pub extern "C" fn ggml_dsv4_hc_comb(
     eps: f32,
     n_iter: i32,
 ) -> *mut Tensor {
-    deepseek::dsv4_hc_comb(context(ctx), tensor(mixes), tensor(scale), tensor(base), eps, n_iter).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { deepseek::dsv4_hc_comb(arg!(ctx), arg!(mixes), arg!(scale), arg!(base), eps, n_iter).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_dsv4_hc_pre(ctx: *mut Context, x: *mut Tensor, weights: *mut Tensor) -> *mut Tensor {
-    deepseek::dsv4_hc_pre(context(ctx), tensor(x), tensor(weights)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { deepseek::dsv4_hc_pre(arg!(ctx), arg!(x), arg!(weights)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -40,7 +43,8 @@ pub extern "C" fn ggml_dsv4_hc_pre_gated(
     gate: *mut Tensor,
     scale: f32,
 ) -> *mut Tensor {
-    deepseek::dsv4_hc_pre_gated(context(ctx), tensor(x), tensor(gate), scale).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { deepseek::dsv4_hc_pre_gated(arg!(ctx), arg!(x), arg!(gate), scale).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -51,5 +55,6 @@ pub extern "C" fn ggml_dsv4_hc_post(
     post: *mut Tensor,
     comb: *mut Tensor,
 ) -> *mut Tensor {
-    deepseek::dsv4_hc_post(context(ctx), tensor(x), tensor(residual), tensor(post), opt_tensor(comb)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { deepseek::dsv4_hc_post(arg!(ctx), arg!(x), arg!(residual), arg!(post), opt_arg!(comb)).as_ptr() }
 }

@@ -5,7 +5,7 @@ use crate::core::context::Context;
 use crate::core::ops::elementwise;
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
-use crate::ffi::{context, tensor};
+use crate::ffi::handle::arg;
 use std::ffi::c_int;
 
 export_one_operand! {
@@ -45,12 +45,14 @@ export_with_f32! {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_add_cast(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, type_: Type) -> *mut Tensor {
-    elementwise::add_cast(context(ctx), tensor(a), tensor(b), type_).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { elementwise::add_cast(arg!(ctx), arg!(a), arg!(b), type_).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_add_id(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, ids: *mut Tensor) -> *mut Tensor {
-    elementwise::add_id(context(ctx), tensor(a), tensor(b), tensor(ids)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { elementwise::add_id(arg!(ctx), arg!(a), arg!(b), arg!(ids)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -63,7 +65,8 @@ pub extern "C" fn ggml_acc(
     nb3: usize,
     offset: usize,
 ) -> *mut Tensor {
-    elementwise::acc(context(ctx), tensor(a), tensor(b), nb1, nb2, nb3, offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { elementwise::acc(arg!(ctx), arg!(a), arg!(b), nb1, nb2, nb3, offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -76,30 +79,36 @@ pub extern "C" fn ggml_acc_inplace(
     nb3: usize,
     offset: usize,
 ) -> *mut Tensor {
-    elementwise::acc_inplace(context(ctx), tensor(a), tensor(b), nb1, nb2, nb3, offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { elementwise::acc_inplace(arg!(ctx), arg!(a), arg!(b), nb1, nb2, nb3, offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_scale_bias(ctx: *mut Context, a: *mut Tensor, s: f32, b: f32) -> *mut Tensor {
-    elementwise::scale_bias(context(ctx), tensor(a), s, b).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { elementwise::scale_bias(arg!(ctx), arg!(a), s, b).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_scale_bias_inplace(ctx: *mut Context, a: *mut Tensor, s: f32, b: f32) -> *mut Tensor {
-    elementwise::scale_bias_inplace(context(ctx), tensor(a), s, b).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { elementwise::scale_bias_inplace(arg!(ctx), arg!(a), s, b).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_clamp(ctx: *mut Context, a: *mut Tensor, min: f32, max: f32) -> *mut Tensor {
-    elementwise::clamp(context(ctx), tensor(a), min, max).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { elementwise::clamp(arg!(ctx), arg!(a), min, max).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_clamp_inplace(ctx: *mut Context, a: *mut Tensor, min: f32, max: f32) -> *mut Tensor {
-    elementwise::clamp_inplace(context(ctx), tensor(a), min, max).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { elementwise::clamp_inplace(arg!(ctx), arg!(a), min, max).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_tri(ctx: *mut Context, a: *mut Tensor, tri_type: c_int) -> *mut Tensor {
-    elementwise::tri(context(ctx), tensor(a), tri_type).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { elementwise::tri(arg!(ctx), arg!(a), tri_type).as_ptr() }
 }

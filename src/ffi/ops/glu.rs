@@ -4,7 +4,8 @@ use crate::core::context::Context;
 use crate::core::op::GluOp;
 use crate::core::ops::glu;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, opt_tensor, static_c_str, tensor};
+use crate::ffi::handle::{arg, opt_arg};
+use crate::ffi::static_c_str;
 use std::ffi::c_char;
 
 export_one_operand! {
@@ -22,13 +23,15 @@ export_one_operand! {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_glu(ctx: *mut Context, a: *mut Tensor, op: GluOp, swapped: bool) -> *mut Tensor {
-    glu::glu(context(ctx), tensor(a), op, swapped).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { glu::glu(arg!(ctx), arg!(a), op, swapped).as_ptr() }
 }
 
 // The split forms accept a NULL gate as the reference does (it then acts as the fused form).
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_glu_split(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, op: GluOp) -> *mut Tensor {
-    glu::glu_impl(context(ctx), tensor(a), opt_tensor(b), op, false).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { glu::glu_impl(arg!(ctx), arg!(a), opt_arg!(b), op, false).as_ptr() }
 }
 
 /// Exports the `_split` GLU constructors `(ctx, a, b)`.
@@ -37,7 +40,8 @@ macro_rules! export_glu_split {
         $(
             #[unsafe(no_mangle)]
             pub extern "C" fn $c_name(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor) -> *mut Tensor {
-                glu::glu_impl(context(ctx), tensor(a), opt_tensor(b), GluOp::$op, false).as_ptr()
+                // SAFETY: the C caller's contract: handles passed to the API are live.
+                unsafe { glu::glu_impl(arg!(ctx), arg!(a), opt_arg!(b), GluOp::$op, false).as_ptr() }
             }
         )*
     };
@@ -59,17 +63,20 @@ pub extern "C" fn ggml_swiglu_oai(
     alpha: f32,
     limit: f32,
 ) -> *mut Tensor {
-    glu::swiglu_oai(context(ctx), tensor(a), opt_tensor(b), alpha, limit).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { glu::swiglu_oai(arg!(ctx), arg!(a), opt_arg!(b), alpha, limit).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_swiglu_clamp(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, limit: f32) -> *mut Tensor {
-    glu::swiglu_clamp(context(ctx), tensor(a), opt_tensor(b), limit).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { glu::swiglu_clamp(arg!(ctx), arg!(a), opt_arg!(b), limit).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_get_glu_op(t: *const Tensor) -> GluOp {
-    glu::get_glu_op(&tensor(t))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { glu::get_glu_op(&arg!(t)) }
 }
 
 #[unsafe(no_mangle)]

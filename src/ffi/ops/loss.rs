@@ -3,11 +3,12 @@
 use crate::core::context::Context;
 use crate::core::ops::loss;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, tensor};
+use crate::ffi::handle::arg;
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_cross_entropy_loss(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor) -> *mut Tensor {
-    loss::cross_entropy_loss(context(ctx), tensor(a), tensor(b)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { loss::cross_entropy_loss(arg!(ctx), arg!(a), arg!(b)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -17,7 +18,8 @@ pub extern "C" fn ggml_cross_entropy_loss_back(
     b: *mut Tensor,
     c: *mut Tensor,
 ) -> *mut Tensor {
-    loss::cross_entropy_loss_back(context(ctx), tensor(a), tensor(b), tensor(c)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { loss::cross_entropy_loss_back(arg!(ctx), arg!(a), arg!(b), arg!(c)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -29,7 +31,8 @@ pub extern "C" fn ggml_opt_step_adamw(
     v: *mut Tensor,
     adamw_params: *mut Tensor,
 ) -> *mut Tensor {
-    loss::opt_step_adamw(context(ctx), tensor(a), tensor(grad), tensor(m), tensor(v), tensor(adamw_params)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { loss::opt_step_adamw(arg!(ctx), arg!(a), arg!(grad), arg!(m), arg!(v), arg!(adamw_params)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -39,5 +42,6 @@ pub extern "C" fn ggml_opt_step_sgd(
     grad: *mut Tensor,
     sgd_params: *mut Tensor,
 ) -> *mut Tensor {
-    loss::opt_step_sgd(context(ctx), tensor(a), tensor(grad), tensor(sgd_params)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { loss::opt_step_sgd(arg!(ctx), arg!(a), arg!(grad), arg!(sgd_params)).as_ptr() }
 }

@@ -4,22 +4,25 @@ use crate::core::context::Context;
 use crate::core::ops::matmul;
 use crate::core::ops::matmul::{OpHint, Prec};
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, tensor};
+use crate::ffi::handle::arg;
 use std::ffi::c_int;
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_mul_mat(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor) -> *mut Tensor {
-    matmul::mul_mat(context(ctx), tensor(a), tensor(b)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { matmul::mul_mat(arg!(ctx), arg!(a), arg!(b)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_mul_mat_set_prec(a: *mut Tensor, prec: Prec) {
-    matmul::mul_mat_set_prec(tensor(a), prec);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { matmul::mul_mat_set_prec(arg!(a), prec) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_mul_mat_set_hint(a: *mut Tensor, hint: OpHint) {
-    matmul::mul_mat_set_hint(tensor(a), hint);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { matmul::mul_mat_set_hint(arg!(a), hint) };
 }
 
 #[unsafe(no_mangle)]
@@ -29,20 +32,24 @@ pub extern "C" fn ggml_mul_mat_id(
     b: *mut Tensor,
     ids: *mut Tensor,
 ) -> *mut Tensor {
-    matmul::mul_mat_id(context(ctx), tensor(as_), tensor(b), tensor(ids)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { matmul::mul_mat_id(arg!(ctx), arg!(as_), arg!(b), arg!(ids)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_out_prod(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor) -> *mut Tensor {
-    matmul::out_prod(context(ctx), tensor(a), tensor(b)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { matmul::out_prod(arg!(ctx), arg!(a), arg!(b)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_prec_set_acc(a: *mut Tensor, prec: Prec) -> bool {
-    matmul::prec_set_acc(tensor(a), prec)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { matmul::prec_set_acc(arg!(a), prec) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_prec_set_src(a: *mut Tensor, prec: Prec, idx: c_int) -> bool {
-    matmul::prec_set_src(tensor(a), prec, idx)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { matmul::prec_set_src(arg!(a), prec, idx) }
 }

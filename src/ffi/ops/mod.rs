@@ -9,7 +9,8 @@ macro_rules! export_one_operand {
         $(
             #[unsafe(no_mangle)]
             pub extern "C" fn $c_name(ctx: *mut Context, a: *mut Tensor) -> *mut Tensor {
-                $rust(context(ctx), tensor(a)).as_ptr()
+                // SAFETY: the C caller's contract: handles passed to the API are live.
+                unsafe { $rust(arg!(ctx), arg!(a)).as_ptr() }
             }
         )*
     };
@@ -21,7 +22,8 @@ macro_rules! export_two_operands {
         $(
             #[unsafe(no_mangle)]
             pub extern "C" fn $c_name(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor) -> *mut Tensor {
-                $rust(context(ctx), tensor(a), tensor(b)).as_ptr()
+                // SAFETY: the C caller's contract: handles passed to the API are live.
+                unsafe { $rust(arg!(ctx), arg!(a), arg!(b)).as_ptr() }
             }
         )*
     };
@@ -33,7 +35,8 @@ macro_rules! export_with_f32 {
         $(
             #[unsafe(no_mangle)]
             pub extern "C" fn $c_name(ctx: *mut Context, a: *mut Tensor, x: f32) -> *mut Tensor {
-                $rust(context(ctx), tensor(a), x).as_ptr()
+                // SAFETY: the C caller's contract: handles passed to the API are live.
+                unsafe { $rust(arg!(ctx), arg!(a), x).as_ptr() }
             }
         )*
     };

@@ -3,7 +3,7 @@
 use crate::core::context::Context;
 use crate::core::ops::norm;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, tensor};
+use crate::ffi::handle::arg;
 use std::ffi::c_int;
 
 export_with_f32! {
@@ -17,15 +17,18 @@ export_with_f32! {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_rms_norm_back(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, eps: f32) -> *mut Tensor {
-    norm::rms_norm_back(context(ctx), tensor(a), tensor(b), eps).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { norm::rms_norm_back(arg!(ctx), arg!(a), arg!(b), eps).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_group_norm(ctx: *mut Context, a: *mut Tensor, n_groups: c_int, eps: f32) -> *mut Tensor {
-    norm::group_norm(context(ctx), tensor(a), n_groups, eps).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { norm::group_norm(arg!(ctx), arg!(a), n_groups, eps).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_group_norm_inplace(ctx: *mut Context, a: *mut Tensor, n_groups: c_int, eps: f32) -> *mut Tensor {
-    norm::group_norm_inplace(context(ctx), tensor(a), n_groups, eps).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { norm::group_norm_inplace(arg!(ctx), arg!(a), n_groups, eps).as_ptr() }
 }

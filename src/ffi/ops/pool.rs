@@ -4,7 +4,7 @@ use crate::core::context::Context;
 use crate::core::ops::pool;
 use crate::core::ops::pool::PoolOp;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, tensor};
+use crate::ffi::handle::arg;
 use std::ffi::c_int;
 
 #[unsafe(no_mangle)]
@@ -16,7 +16,8 @@ pub extern "C" fn ggml_pool_1d(
     s0: c_int,
     p0: c_int,
 ) -> *mut Tensor {
-    pool::pool_1d(context(ctx), tensor(a), op, k0, s0, p0).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::pool_1d(arg!(ctx), arg!(a), op, k0, s0, p0).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -31,7 +32,8 @@ pub extern "C" fn ggml_pool_2d(
     p0: f32,
     p1: f32,
 ) -> *mut Tensor {
-    pool::pool_2d(context(ctx), tensor(a), op, k0, k1, s0, s1, p0, p1).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::pool_2d(arg!(ctx), arg!(a), op, k0, k1, s0, s1, p0, p1).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -47,12 +49,14 @@ pub extern "C" fn ggml_pool_2d_back(
     p0: f32,
     p1: f32,
 ) -> *mut Tensor {
-    pool::pool_2d_back(context(ctx), tensor(a), tensor(af), op, k0, k1, s0, s1, p0, p1).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::pool_2d_back(arg!(ctx), arg!(a), arg!(af), op, k0, k1, s0, s1, p0, p1).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_upscale(ctx: *mut Context, a: *mut Tensor, scale_factor: c_int, mode: c_int) -> *mut Tensor {
-    pool::upscale(context(ctx), tensor(a), scale_factor, mode as u32).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::upscale(arg!(ctx), arg!(a), scale_factor, mode as u32).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -65,7 +69,8 @@ pub extern "C" fn ggml_upscale_ext(
     ne3: c_int,
     mode: c_int,
 ) -> *mut Tensor {
-    pool::upscale_ext(context(ctx), tensor(a), ne0, ne1, ne2, ne3, mode as u32).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::upscale_ext(arg!(ctx), arg!(a), ne0, ne1, ne2, ne3, mode as u32).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -78,7 +83,8 @@ pub extern "C" fn ggml_interpolate(
     ne3: i64,
     mode: u32,
 ) -> *mut Tensor {
-    pool::interpolate(context(ctx), tensor(a), ne0, ne1, ne2, ne3, mode).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::interpolate(arg!(ctx), arg!(a), ne0, ne1, ne2, ne3, mode).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -90,7 +96,8 @@ pub extern "C" fn ggml_pad(
     p2: c_int,
     p3: c_int,
 ) -> *mut Tensor {
-    pool::pad(context(ctx), tensor(a), p0, p1, p2, p3).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::pad(arg!(ctx), arg!(a), p0, p1, p2, p3).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -102,7 +109,8 @@ pub extern "C" fn ggml_pad_circular(
     p2: c_int,
     p3: c_int,
 ) -> *mut Tensor {
-    pool::pad_circular(context(ctx), tensor(a), p0, p1, p2, p3).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::pad_circular(arg!(ctx), arg!(a), p0, p1, p2, p3).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -118,7 +126,8 @@ pub extern "C" fn ggml_pad_ext(
     lp3: c_int,
     rp3: c_int,
 ) -> *mut Tensor {
-    pool::pad_ext(context(ctx), tensor(a), lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::pad_ext(arg!(ctx), arg!(a), lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -134,12 +143,14 @@ pub extern "C" fn ggml_pad_ext_circular(
     lp3: c_int,
     rp3: c_int,
 ) -> *mut Tensor {
-    pool::pad_ext_circular(context(ctx), tensor(a), lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::pad_ext_circular(arg!(ctx), arg!(a), lp0, rp0, lp1, rp1, lp2, rp2, lp3, rp3).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_pad_reflect_1d(ctx: *mut Context, a: *mut Tensor, p0: c_int, p1: c_int) -> *mut Tensor {
-    pool::pad_reflect_1d(context(ctx), tensor(a), p0, p1).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::pad_reflect_1d(arg!(ctx), arg!(a), p0, p1).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -151,5 +162,6 @@ pub extern "C" fn ggml_roll(
     shift2: c_int,
     shift3: c_int,
 ) -> *mut Tensor {
-    pool::roll(context(ctx), tensor(a), shift0, shift1, shift2, shift3).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { pool::roll(arg!(ctx), arg!(a), shift0, shift1, shift2, shift3).as_ptr() }
 }

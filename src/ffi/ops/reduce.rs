@@ -3,7 +3,7 @@
 use crate::core::context::Context;
 use crate::core::ops::reduce;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, tensor};
+use crate::ffi::handle::arg;
 use std::ffi::c_int;
 
 export_one_operand! {
@@ -29,10 +29,12 @@ pub extern "C" fn ggml_repeat_4d(
     ne2: i64,
     ne3: i64,
 ) -> *mut Tensor {
-    reduce::repeat_4d(context(ctx), tensor(a), ne0, ne1, ne2, ne3).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { reduce::repeat_4d(arg!(ctx), arg!(a), ne0, ne1, ne2, ne3).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_concat(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, dim: c_int) -> *mut Tensor {
-    reduce::concat(context(ctx), tensor(a), tensor(b), dim).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { reduce::concat(arg!(ctx), arg!(a), arg!(b), dim).as_ptr() }
 }

@@ -4,7 +4,7 @@ use crate::core::context::Context;
 use crate::core::ops::rope;
 use crate::core::ops::rope::{MROPE_SECTIONS, RopeParams};
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, opt_tensor, tensor};
+use crate::ffi::handle::{arg, opt_arg};
 use std::ffi::c_int;
 
 /// The YaRN arguments that every extended RoPE entry point takes, in C order.
@@ -38,7 +38,8 @@ pub extern "C" fn ggml_rope(
     n_dims: c_int,
     mode: c_int,
 ) -> *mut Tensor {
-    rope::rope(context(ctx), tensor(a), tensor(b), n_dims, mode).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope(arg!(ctx), arg!(a), arg!(b), n_dims, mode).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -49,7 +50,8 @@ pub extern "C" fn ggml_rope_inplace(
     n_dims: c_int,
     mode: c_int,
 ) -> *mut Tensor {
-    rope::rope_inplace(context(ctx), tensor(a), tensor(b), n_dims, mode).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope_inplace(arg!(ctx), arg!(a), arg!(b), n_dims, mode).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -70,7 +72,8 @@ pub extern "C" fn ggml_rope_ext(
     beta_slow: f32,
 ) -> *mut Tensor {
     let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
-    rope::rope_ext(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope_ext(arg!(ctx), arg!(a), arg!(b), opt_arg!(c), &p).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -91,7 +94,8 @@ pub extern "C" fn ggml_rope_ext_inplace(
     beta_slow: f32,
 ) -> *mut Tensor {
     let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
-    rope::rope_ext_inplace(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope_ext_inplace(arg!(ctx), arg!(a), arg!(b), opt_arg!(c), &p).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -113,7 +117,8 @@ pub extern "C" fn ggml_rope_multi(
     beta_slow: f32,
 ) -> *mut Tensor {
     let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
-    rope::rope_multi(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p, sections(sections_)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope_multi(arg!(ctx), arg!(a), arg!(b), opt_arg!(c), &p, sections(sections_)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -135,7 +140,8 @@ pub extern "C" fn ggml_rope_multi_inplace(
     beta_slow: f32,
 ) -> *mut Tensor {
     let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
-    rope::rope_multi_inplace(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p, sections(sections_)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope_multi_inplace(arg!(ctx), arg!(a), arg!(b), opt_arg!(c), &p, sections(sections_)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -155,7 +161,8 @@ pub extern "C" fn ggml_rope_custom(
     beta_slow: f32,
 ) -> *mut Tensor {
     let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
-    rope::rope_custom(context(ctx), tensor(a), tensor(b), &p).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope_custom(arg!(ctx), arg!(a), arg!(b), &p).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -175,7 +182,8 @@ pub extern "C" fn ggml_rope_custom_inplace(
     beta_slow: f32,
 ) -> *mut Tensor {
     let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
-    rope::rope_custom_inplace(context(ctx), tensor(a), tensor(b), &p).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope_custom_inplace(arg!(ctx), arg!(a), arg!(b), &p).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -211,7 +219,8 @@ pub extern "C" fn ggml_rope_ext_back(
     beta_slow: f32,
 ) -> *mut Tensor {
     let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
-    rope::rope_ext_back(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope_ext_back(arg!(ctx), arg!(a), arg!(b), opt_arg!(c), &p).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -233,10 +242,12 @@ pub extern "C" fn ggml_rope_multi_back(
     beta_slow: f32,
 ) -> *mut Tensor {
     let p = rope_params(n_dims, mode, n_ctx_orig, freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow);
-    rope::rope_multi_back(context(ctx), tensor(a), tensor(b), opt_tensor(c), &p, sections(sections_)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope_multi_back(arg!(ctx), arg!(a), arg!(b), opt_arg!(c), &p, sections(sections_)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_rope_set_offset(a: *mut Tensor, n_offs: c_int) -> *mut Tensor {
-    rope::rope_set_offset(tensor(a), n_offs).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { rope::rope_set_offset(arg!(a), n_offs).as_ptr() }
 }

@@ -5,7 +5,7 @@ use crate::core::context::Context;
 use crate::core::ops::{shape, view_tensor};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
-use crate::ffi::{context, tensor};
+use crate::ffi::handle::arg;
 use std::ffi::c_int;
 
 #[unsafe(no_mangle)]
@@ -18,7 +18,8 @@ pub extern "C" fn ggml_set(
     nb3: usize,
     offset: usize,
 ) -> *mut Tensor {
-    shape::set(context(ctx), tensor(a), tensor(b), nb1, nb2, nb3, offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::set(arg!(ctx), arg!(a), arg!(b), nb1, nb2, nb3, offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -31,17 +32,20 @@ pub extern "C" fn ggml_set_inplace(
     nb3: usize,
     offset: usize,
 ) -> *mut Tensor {
-    shape::set_inplace(context(ctx), tensor(a), tensor(b), nb1, nb2, nb3, offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::set_inplace(arg!(ctx), arg!(a), arg!(b), nb1, nb2, nb3, offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_set_1d(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, offset: usize) -> *mut Tensor {
-    shape::set_1d(context(ctx), tensor(a), tensor(b), offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::set_1d(arg!(ctx), arg!(a), arg!(b), offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_set_1d_inplace(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor, offset: usize) -> *mut Tensor {
-    shape::set_1d_inplace(context(ctx), tensor(a), tensor(b), offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::set_1d_inplace(arg!(ctx), arg!(a), arg!(b), offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -52,7 +56,8 @@ pub extern "C" fn ggml_set_2d(
     nb1: usize,
     offset: usize,
 ) -> *mut Tensor {
-    shape::set_2d(context(ctx), tensor(a), tensor(b), nb1, offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::set_2d(arg!(ctx), arg!(a), arg!(b), nb1, offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -63,37 +68,44 @@ pub extern "C" fn ggml_set_2d_inplace(
     nb1: usize,
     offset: usize,
 ) -> *mut Tensor {
-    shape::set_2d_inplace(context(ctx), tensor(a), tensor(b), nb1, offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::set_2d_inplace(arg!(ctx), arg!(a), arg!(b), nb1, offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_cpy(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor) -> *mut Tensor {
-    shape::cpy(context(ctx), tensor(a), tensor(b)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::cpy(arg!(ctx), arg!(a), arg!(b)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_cast(ctx: *mut Context, a: *mut Tensor, type_: Type) -> *mut Tensor {
-    shape::cast(context(ctx), tensor(a), type_).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::cast(arg!(ctx), arg!(a), type_).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_cont(ctx: *mut Context, a: *mut Tensor) -> *mut Tensor {
-    shape::cont(context(ctx), tensor(a)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::cont(arg!(ctx), arg!(a)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_cont_1d(ctx: *mut Context, a: *mut Tensor, ne0: i64) -> *mut Tensor {
-    shape::cont_1d(context(ctx), tensor(a), ne0).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::cont_1d(arg!(ctx), arg!(a), ne0).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_cont_2d(ctx: *mut Context, a: *mut Tensor, ne0: i64, ne1: i64) -> *mut Tensor {
-    shape::cont_2d(context(ctx), tensor(a), ne0, ne1).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::cont_2d(arg!(ctx), arg!(a), ne0, ne1).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_cont_3d(ctx: *mut Context, a: *mut Tensor, ne0: i64, ne1: i64, ne2: i64) -> *mut Tensor {
-    shape::cont_3d(context(ctx), tensor(a), ne0, ne1, ne2).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::cont_3d(arg!(ctx), arg!(a), ne0, ne1, ne2).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -105,27 +117,32 @@ pub extern "C" fn ggml_cont_4d(
     ne2: i64,
     ne3: i64,
 ) -> *mut Tensor {
-    shape::cont_4d(context(ctx), tensor(a), ne0, ne1, ne2, ne3).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::cont_4d(arg!(ctx), arg!(a), ne0, ne1, ne2, ne3).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_reshape(ctx: *mut Context, a: *mut Tensor, b: *mut Tensor) -> *mut Tensor {
-    shape::reshape(context(ctx), tensor(a), tensor(b)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::reshape(arg!(ctx), arg!(a), arg!(b)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_reshape_1d(ctx: *mut Context, a: *mut Tensor, ne0: i64) -> *mut Tensor {
-    shape::reshape_1d(context(ctx), tensor(a), ne0).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::reshape_1d(arg!(ctx), arg!(a), ne0).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_reshape_2d(ctx: *mut Context, a: *mut Tensor, ne0: i64, ne1: i64) -> *mut Tensor {
-    shape::reshape_2d(context(ctx), tensor(a), ne0, ne1).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::reshape_2d(arg!(ctx), arg!(a), ne0, ne1).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_reshape_3d(ctx: *mut Context, a: *mut Tensor, ne0: i64, ne1: i64, ne2: i64) -> *mut Tensor {
-    shape::reshape_3d(context(ctx), tensor(a), ne0, ne1, ne2).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::reshape_3d(arg!(ctx), arg!(a), ne0, ne1, ne2).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -137,17 +154,20 @@ pub extern "C" fn ggml_reshape_4d(
     ne2: i64,
     ne3: i64,
 ) -> *mut Tensor {
-    shape::reshape_4d(context(ctx), tensor(a), ne0, ne1, ne2, ne3).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::reshape_4d(arg!(ctx), arg!(a), ne0, ne1, ne2, ne3).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_view_tensor(ctx: *mut Context, src: *mut Tensor) -> *mut Tensor {
-    view_tensor(context(ctx), tensor(src)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { view_tensor(arg!(ctx), arg!(src)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_view_1d(ctx: *mut Context, a: *mut Tensor, ne0: i64, offset: usize) -> *mut Tensor {
-    shape::view_1d(context(ctx), tensor(a), ne0, offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::view_1d(arg!(ctx), arg!(a), ne0, offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -159,7 +179,8 @@ pub extern "C" fn ggml_view_2d(
     nb1: usize,
     offset: usize,
 ) -> *mut Tensor {
-    shape::view_2d(context(ctx), tensor(a), ne0, ne1, nb1, offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::view_2d(arg!(ctx), arg!(a), ne0, ne1, nb1, offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -174,7 +195,8 @@ pub extern "C" fn ggml_view_3d(
     nb2: usize,
     offset: usize,
 ) -> *mut Tensor {
-    shape::view_3d(context(ctx), tensor(a), ne0, ne1, ne2, nb1, nb2, offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::view_3d(arg!(ctx), arg!(a), ne0, ne1, ne2, nb1, nb2, offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -191,7 +213,8 @@ pub extern "C" fn ggml_view_4d(
     nb3: usize,
     offset: usize,
 ) -> *mut Tensor {
-    shape::view_4d(context(ctx), tensor(a), ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::view_4d(arg!(ctx), arg!(a), ne0, ne1, ne2, ne3, nb1, nb2, nb3, offset).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -203,10 +226,12 @@ pub extern "C" fn ggml_permute(
     axis2: c_int,
     axis3: c_int,
 ) -> *mut Tensor {
-    shape::permute(context(ctx), tensor(a), axis0, axis1, axis2, axis3).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::permute(arg!(ctx), arg!(a), axis0, axis1, axis2, axis3).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_transpose(ctx: *mut Context, a: *mut Tensor) -> *mut Tensor {
-    shape::transpose(context(ctx), tensor(a)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { shape::transpose(arg!(ctx), arg!(a)).as_ptr() }
 }

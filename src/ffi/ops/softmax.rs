@@ -3,37 +3,43 @@
 use crate::core::context::Context;
 use crate::core::ops::softmax;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, opt_tensor, tensor};
+use crate::ffi::handle::{arg, opt_arg};
 use std::ffi::c_int;
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_diag_mask_inf(ctx: *mut Context, a: *mut Tensor, n_past: c_int) -> *mut Tensor {
-    softmax::diag_mask_inf(context(ctx), tensor(a), n_past).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::diag_mask_inf(arg!(ctx), arg!(a), n_past).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_diag_mask_inf_inplace(ctx: *mut Context, a: *mut Tensor, n_past: c_int) -> *mut Tensor {
-    softmax::diag_mask_inf_inplace(context(ctx), tensor(a), n_past).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::diag_mask_inf_inplace(arg!(ctx), arg!(a), n_past).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_diag_mask_zero(ctx: *mut Context, a: *mut Tensor, n_past: c_int) -> *mut Tensor {
-    softmax::diag_mask_zero(context(ctx), tensor(a), n_past).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::diag_mask_zero(arg!(ctx), arg!(a), n_past).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_diag_mask_zero_inplace(ctx: *mut Context, a: *mut Tensor, n_past: c_int) -> *mut Tensor {
-    softmax::diag_mask_zero_inplace(context(ctx), tensor(a), n_past).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::diag_mask_zero_inplace(arg!(ctx), arg!(a), n_past).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_soft_max(ctx: *mut Context, a: *mut Tensor) -> *mut Tensor {
-    softmax::soft_max(context(ctx), tensor(a)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::soft_max(arg!(ctx), arg!(a)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_soft_max_inplace(ctx: *mut Context, a: *mut Tensor) -> *mut Tensor {
-    softmax::soft_max_inplace(context(ctx), tensor(a)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::soft_max_inplace(arg!(ctx), arg!(a)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -44,7 +50,8 @@ pub extern "C" fn ggml_soft_max_ext(
     scale: f32,
     max_bias: f32,
 ) -> *mut Tensor {
-    softmax::soft_max_ext(context(ctx), tensor(a), opt_tensor(mask), scale, max_bias).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::soft_max_ext(arg!(ctx), arg!(a), opt_arg!(mask), scale, max_bias).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -55,12 +62,14 @@ pub extern "C" fn ggml_soft_max_ext_inplace(
     scale: f32,
     max_bias: f32,
 ) -> *mut Tensor {
-    softmax::soft_max_ext_inplace(context(ctx), tensor(a), opt_tensor(mask), scale, max_bias).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::soft_max_ext_inplace(arg!(ctx), arg!(a), opt_arg!(mask), scale, max_bias).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_soft_max_add_sinks(a: *mut Tensor, sinks: *mut Tensor) {
-    softmax::soft_max_add_sinks(tensor(a), opt_tensor(sinks));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::soft_max_add_sinks(arg!(a), opt_arg!(sinks)) };
 }
 
 #[unsafe(no_mangle)]
@@ -71,7 +80,8 @@ pub extern "C" fn ggml_soft_max_ext_back(
     scale: f32,
     max_bias: f32,
 ) -> *mut Tensor {
-    softmax::soft_max_ext_back(context(ctx), tensor(a), tensor(b), scale, max_bias).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::soft_max_ext_back(arg!(ctx), arg!(a), arg!(b), scale, max_bias).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -82,5 +92,6 @@ pub extern "C" fn ggml_soft_max_ext_back_inplace(
     scale: f32,
     max_bias: f32,
 ) -> *mut Tensor {
-    softmax::soft_max_ext_back_inplace(context(ctx), tensor(a), tensor(b), scale, max_bias).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { softmax::soft_max_ext_back_inplace(arg!(ctx), arg!(a), arg!(b), scale, max_bias).as_ptr() }
 }

@@ -3,7 +3,7 @@
 use crate::core::context::Context;
 use crate::core::ops::solve;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, tensor};
+use crate::ffi::handle::arg;
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_solve_tri(
@@ -14,5 +14,6 @@ pub extern "C" fn ggml_solve_tri(
     lower: bool,
     uni: bool,
 ) -> *mut Tensor {
-    solve::solve_tri(context(ctx), tensor(a), tensor(b), left, lower, uni).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { solve::solve_tri(arg!(ctx), arg!(a), arg!(b), left, lower, uni).as_ptr() }
 }

@@ -3,11 +3,12 @@
 use crate::core::context::Context;
 use crate::core::ops::ssm;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, tensor};
+use crate::ffi::handle::arg;
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_ssm_conv(ctx: *mut Context, sx: *mut Tensor, c: *mut Tensor) -> *mut Tensor {
-    ssm::ssm_conv(context(ctx), tensor(sx), tensor(c)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { ssm::ssm_conv(arg!(ctx), arg!(sx), arg!(c)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -23,8 +24,8 @@ pub extern "C" fn ggml_ssm_scan(
     ids: *mut Tensor,
     k: i64,
 ) -> *mut Tensor {
-    ssm::ssm_scan(context(ctx), tensor(s), tensor(x), tensor(dt), tensor(a), tensor(b), tensor(c), tensor(ids), k)
-        .as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { ssm::ssm_scan(arg!(ctx), arg!(s), arg!(x), arg!(dt), arg!(a), arg!(b), arg!(c), arg!(ids), k).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -37,7 +38,8 @@ pub extern "C" fn ggml_rwkv_wkv6(
     td: *mut Tensor,
     state: *mut Tensor,
 ) -> *mut Tensor {
-    ssm::rwkv_wkv6(context(ctx), tensor(k), tensor(v), tensor(r), tensor(tf), tensor(td), tensor(state)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { ssm::rwkv_wkv6(arg!(ctx), arg!(k), arg!(v), arg!(r), arg!(tf), arg!(td), arg!(state)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -52,8 +54,8 @@ pub extern "C" fn ggml_rwkv_wkv7(
     b: *mut Tensor,
     state: *mut Tensor,
 ) -> *mut Tensor {
-    ssm::rwkv_wkv7(context(ctx), tensor(r), tensor(w), tensor(k), tensor(v), tensor(a), tensor(b), tensor(state))
-        .as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { ssm::rwkv_wkv7(arg!(ctx), arg!(r), arg!(w), arg!(k), arg!(v), arg!(a), arg!(b), arg!(state)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -66,7 +68,8 @@ pub extern "C" fn ggml_gated_linear_attn(
     state: *mut Tensor,
     scale: f32,
 ) -> *mut Tensor {
-    ssm::gated_linear_attn(context(ctx), tensor(k), tensor(v), tensor(q), tensor(g), tensor(state), scale).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { ssm::gated_linear_attn(arg!(ctx), arg!(k), arg!(v), arg!(q), arg!(g), arg!(state), scale).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -81,15 +84,9 @@ pub extern "C" fn ggml_gated_delta_net(
     state: *mut Tensor,
     k_snapshots: i64,
 ) -> *mut Tensor {
-    ssm::gated_delta_net(
-        context(ctx),
-        tensor(q),
-        tensor(k),
-        tensor(v),
-        tensor(g),
-        tensor(beta),
-        tensor(state),
-        k_snapshots,
-    )
-    .as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe {
+        ssm::gated_delta_net(arg!(ctx), arg!(q), arg!(k), arg!(v), arg!(g), arg!(beta), arg!(state), k_snapshots)
+            .as_ptr()
+    }
 }

@@ -4,7 +4,8 @@ use crate::core::context::Context;
 use crate::core::op::UnaryOp;
 use crate::core::ops::unary;
 use crate::core::tensor::Tensor;
-use crate::ffi::{context, static_c_str, tensor};
+use crate::ffi::handle::arg;
+use crate::ffi::static_c_str;
 use std::ffi::c_char;
 
 export_one_operand! {
@@ -56,12 +57,14 @@ export_two_operands! {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_unary(ctx: *mut Context, a: *mut Tensor, op: UnaryOp) -> *mut Tensor {
-    unary::unary(context(ctx), tensor(a), op).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { unary::unary(arg!(ctx), arg!(a), op).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_unary_inplace(ctx: *mut Context, a: *mut Tensor, op: UnaryOp) -> *mut Tensor {
-    unary::unary_inplace(context(ctx), tensor(a), op).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { unary::unary_inplace(arg!(ctx), arg!(a), op).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -71,7 +74,8 @@ pub extern "C" fn ggml_leaky_relu(
     negative_slope: f32,
     inplace: bool,
 ) -> *mut Tensor {
-    unary::leaky_relu(context(ctx), tensor(a), negative_slope, inplace).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { unary::leaky_relu(arg!(ctx), arg!(a), negative_slope, inplace).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -83,12 +87,14 @@ pub extern "C" fn ggml_xielu(
     beta: f32,
     eps: f32,
 ) -> *mut Tensor {
-    unary::xielu(context(ctx), tensor(a), alpha_n, alpha_p, beta, eps).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { unary::xielu(arg!(ctx), arg!(a), alpha_n, alpha_p, beta, eps).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_get_unary_op(t: *const Tensor) -> UnaryOp {
-    unary::get_unary_op(&tensor(t))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { unary::get_unary_op(&arg!(t)) }
 }
 
 #[unsafe(no_mangle)]
