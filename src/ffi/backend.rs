@@ -17,7 +17,7 @@ use crate::backend::{cpu_device, loader, tallocr};
 use crate::core::context::Context;
 use crate::core::graph::{Graph, GraphPtr};
 use crate::core::tensor::Tensor;
-use crate::ffi::handle::{arg, opt_arg};
+use crate::ffi::handle::{abort_at_caller, arg, opt_arg};
 
 /// `len` bytes of caller memory at `ptr` (which may be NULL when `len` is 0).
 #[track_caller]
@@ -25,7 +25,9 @@ fn host_bytes<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
     if len == 0 {
         return &[];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
+    }
     // SAFETY: the caller provides `len` readable bytes at `ptr` (the API's contract), valid
     // until the backend is synchronized.
     unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
@@ -36,7 +38,9 @@ fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
     if len == 0 {
         return &mut [];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
+    }
     // SAFETY: the caller provides `len` writable bytes at `ptr`, not aliased during the call.
     unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) }
 }
@@ -46,7 +50,7 @@ fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
 fn span_2d(c: &Copy2d) -> usize {
     match crate::backend::buffer::strided_span(c.size, c.n_copies, c.stride_data) {
         Some(n) => n,
-        None => crate::ggml_abort!("2-D copy of {} rows overflows the address space", c.n_copies),
+        None => abort_at_caller(&format!("2-D copy of {} rows overflows the address space", c.n_copies)),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::backend::{cpu_buffer, tallocr};
 use crate::core::context::Context;
 use crate::core::op::Op;
 use crate::core::tensor::Tensor;
-use crate::ffi::handle::{arg, opt_arg};
+use crate::ffi::handle::{abort_at_caller, arg, opt_arg};
 
 /// `len` bytes of caller memory at `ptr` (which may be NULL when `len` is 0).
 #[track_caller]
@@ -19,7 +19,9 @@ fn host_bytes<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
     if len == 0 {
         return &[];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
+    }
     // SAFETY: the caller provides `len` readable bytes at `ptr` (the API's contract).
     unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
 }
@@ -29,7 +31,9 @@ fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
     if len == 0 {
         return &mut [];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
+    }
     // SAFETY: the caller provides `len` writable bytes at `ptr`, not aliased during the call.
     unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) }
 }
@@ -37,7 +41,9 @@ fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
 /// The caller's array of `n` buffers.
 #[track_caller]
 fn buffer_array<'a>(ptr: *const *mut Buffer, n: usize) -> &'a [*mut Buffer] {
-    crate::ggml_assert!(!ptr.is_null(), "NULL buffer array");
+    if ptr.is_null() {
+        abort_at_caller("NULL buffer array");
+    }
     // SAFETY: the caller passes an array of `n` buffer pointers.
     unsafe { std::slice::from_raw_parts(ptr, n) }
 }
@@ -46,7 +52,7 @@ fn buffer_array<'a>(ptr: *const *mut Buffer, n: usize) -> &'a [*mut Buffer] {
 fn span_2d(size: usize, n_copies: usize, stride_data: usize) -> usize {
     match buffer::strided_span(size, n_copies, stride_data) {
         Some(n) => n,
-        None => crate::ggml_abort!("2-D copy of {} rows overflows the address space", n_copies),
+        None => abort_at_caller(&format!("2-D copy of {} rows overflows the address space", n_copies)),
     }
 }
 

@@ -98,8 +98,15 @@ fn export_of(marker_path: &'static str) -> &'static str {
 /// Aborts as ggml does on a NULL argument it requires: file, line, and what was wrong.
 #[track_caller]
 fn null_argument(c_name: &str, export: &'static str) -> ! {
+    abort_at_caller(&format!("NULL {c_name} passed to {}", export_of(export)))
+}
+
+/// `ggml_abort!` at the caller's file and line: for the argument checks of `#[track_caller]`
+/// helpers (byte regions, arrays), so that a report points at the export that was called.
+#[track_caller]
+pub fn abort_at_caller(message: &str) -> ! {
     let loc = std::panic::Location::caller();
-    crate::core::log::abort(loc.file(), loc.line(), &format!("NULL {c_name} passed to {}", export_of(export)))
+    crate::core::log::abort(loc.file(), loc.line(), message)
 }
 
 /// Kinds whose Rust side is a handle type of the core (`TensorPtr`, `BackendPtr`, ...), made

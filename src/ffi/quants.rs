@@ -4,6 +4,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::core::types::Type;
+use crate::ffi::handle::abort_at_caller;
 use crate::quants::fp4::{BlockMxfp4, BlockNvfp4};
 use crate::quants::half::{self, Bf16};
 use crate::quants::iq_grids;
@@ -23,11 +24,15 @@ use crate::quants::{self, BlockFormat, chunk, validate};
 /// `len` elements at `ptr`, which may be NULL only when `len` is 0.
 #[track_caller]
 fn slice<'a, T>(ptr: *const T, len: i64) -> &'a [T] {
-    crate::ggml_assert!(len >= 0, "negative element count {}", len);
+    if len < 0 {
+        abort_at_caller(&format!("negative element count {}", len));
+    }
     if len == 0 {
         return &[];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL buffer of {} elements", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL buffer of {} elements", len));
+    }
     // SAFETY: the C contract of every function below is that the buffer holds `len` elements.
     unsafe { std::slice::from_raw_parts(ptr, len as usize) }
 }
@@ -35,11 +40,15 @@ fn slice<'a, T>(ptr: *const T, len: i64) -> &'a [T] {
 /// Mutable counterpart of [`slice`].
 #[track_caller]
 fn slice_mut<'a, T>(ptr: *mut T, len: i64) -> &'a mut [T] {
-    crate::ggml_assert!(len >= 0, "negative element count {}", len);
+    if len < 0 {
+        abort_at_caller(&format!("negative element count {}", len));
+    }
     if len == 0 {
         return &mut [];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL buffer of {} elements", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL buffer of {} elements", len));
+    }
     // SAFETY: as in `slice`; C callers do not let output buffers overlap inputs (restrict).
     unsafe { std::slice::from_raw_parts_mut(ptr, len as usize) }
 }
@@ -161,16 +170,19 @@ pub extern "C" fn ggml_validate_row_data(type_: Type, data: *const c_void, nbyte
 // ---- per-format row functions ----
 
 /// `k` values quantized into blocks of `B` with the reference quantizer.
+#[track_caller]
 fn quantize_row_ref<B: BlockFormat>(x: *const f32, y: *mut B, k: i64) {
     let blocks = slice_mut(y, blocks_for::<B>(k));
     quants::quantize_row(slice(x, k), blocks);
 }
 
+#[track_caller]
 fn dequantize_row<B: BlockFormat>(x: *const B, y: *mut f32, k: i64) {
     quants::dequantize_row(slice(x, blocks_for::<B>(k)), slice_mut(y, k));
 }
 
 /// `nrow` rows of `n_per_row` values, importance-weighted when `quant_weights` is not NULL.
+#[track_caller]
 fn quantize_weighted<B: BlockFormat>(
     src: *const f32,
     dst: *mut c_void,
@@ -186,6 +198,7 @@ fn quantize_weighted<B: BlockFormat>(
 type RowQuantizer<B> = fn(&[f32], &mut [B], usize, Option<&[f32]>) -> usize;
 
 /// [`quantize_weighted`] through a format's own row quantizer.
+#[track_caller]
 fn quantize_weighted_with<B: BlockFormat>(
     src: *const f32,
     dst: *mut c_void,
@@ -194,10 +207,12 @@ fn quantize_weighted_with<B: BlockFormat>(
     quant_weights: *const f32,
     rows: RowQuantizer<B>,
 ) -> usize {
-    crate::ggml_assert!(nrow >= 0 && n_per_row > 0, "{} rows of {} values", nrow, n_per_row);
-    let n = nrow.checked_mul(n_per_row);
-    crate::ggml_assert!(n.is_some(), "{} rows of {} values overflow", nrow, n_per_row);
-    let n = n.unwrap_or(0);
+    if nrow < 0 || n_per_row <= 0 {
+        abort_at_caller(&format!("{} rows of {} values", nrow, n_per_row));
+    }
+    let Some(n) = nrow.checked_mul(n_per_row) else {
+        abort_at_caller(&format!("{} rows of {} values overflow", nrow, n_per_row))
+    };
     let weights = (!quant_weights.is_null()).then(|| slice(quant_weights, n_per_row));
     let blocks = slice_mut(dst.cast::<B>(), blocks_for::<B>(n));
     rows(slice(src, n), blocks, n_per_row as usize, weights)
@@ -206,7 +221,9 @@ fn quantize_weighted_with<B: BlockFormat>(
 #[track_caller]
 fn blocks_for<B: BlockFormat>(k: i64) -> i64 {
     let qk = B::QK as i64;
-    crate::ggml_assert!(k >= 0 && k % qk == 0, "{} values are not whole {} blocks", k, B::TYPE.name());
+    if !(k >= 0 && k % qk == 0) {
+        abort_at_caller(&format!("{} values are not whole {} blocks", k, B::TYPE.name()));
+    }
     k / qk
 }
 
