@@ -34,13 +34,14 @@ pub trait Handle {
     type Target<'a>;
 
     /// # Safety
-    /// `ptr` points to a live object of this kind that stays alive, and is not used from
-    /// another thread, for `'a` (the C API's contract for every handle it is given).
+    /// `ptr` points to a live object of this kind that stays alive for `'a`, and that no one
+    /// else uses meanwhile in a way the target's kind of reference forbids (the C API's
+    /// contract for every handle it is given).
     unsafe fn target<'a>(ptr: NonNull<Self>) -> Self::Target<'a>;
 }
 
-/// The Rust value behind a handle the export requires to be non-NULL; `export` is the
-/// exported function's name (from [`arg!`]). On NULL, aborts through ggml's abort path with
+/// The Rust value behind a handle the export requires to be non-NULL; `export` names the
+/// exported function (the path of [`this_export!`]'s marker in it, or the name itself). On NULL, aborts through ggml's abort path with
 /// the export's file and line (the location is the caller's: `#[track_caller]`).
 ///
 /// # Safety
