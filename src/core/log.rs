@@ -88,6 +88,15 @@ pub fn set_abort_callback(callback: AbortMessageCallback) -> AbortMessageCallbac
     std::mem::replace(&mut *ABORT_CALLBACK.lock().unwrap_or_else(|e| e.into_inner()), callback)
 }
 
+/// [`abort`] at the caller's file and line: for the argument checks of `#[track_caller]`
+/// helpers (byte regions, arrays, element counts), so that a report points at the exported
+/// function that was called, not at the helper.
+#[track_caller]
+pub fn abort_at_caller(message: &str) -> ! {
+    let loc = std::panic::Location::caller();
+    abort(loc.file(), loc.line(), message)
+}
+
 /// Ends the process: hands `file:line: message` to the abort callback if one is set, else
 /// prints it and a backtrace to stderr; then `abort()`.
 pub fn abort(file: &str, line: u32, message: &str) -> ! {

@@ -76,10 +76,16 @@ impl TensorPtr {
     }
 
     /// Mutable access for a constructor's or setter's edit of this one tensor.
+    ///
+    /// Crate-private, because nothing in the type stops two handles to one tensor from both
+    /// calling it: the contract is the caller's. Use the reference for one short edit (a
+    /// statement or a few) and let it go before anything else reads or writes the tensor, and
+    /// never while a kernel on another thread may touch it. C code is outside this promise,
+    /// as it is for ggml.
     #[allow(clippy::mut_from_ref)]
-    pub fn get_mut(&self) -> &mut Tensor {
-        // SAFETY: the handle's contract (see the type) keeps the tensor alive; edits are short
-        // and never overlap with another live borrow of the same tensor.
+    pub(crate) fn get_mut(&self) -> &mut Tensor {
+        // SAFETY: the handle's contract (see the type) keeps the tensor alive; the callers'
+        // contract above keeps the borrow exclusive while it lasts.
         unsafe { &mut *self.0.as_ptr() }
     }
 

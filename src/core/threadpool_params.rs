@@ -32,3 +32,18 @@ impl ThreadpoolParams {
             && self.cpumask == other.cpumask
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_match_ignores_pause() {
+        let a = ThreadpoolParams::new(4);
+        let mut b = a;
+        b.paused = true;
+        assert!(a.matches(&b));
+        b.cpumask[3] = true;
+        assert!(!a.matches(&b));
+    }
+}

@@ -7,35 +7,7 @@ use crate::backend::buffer::BufferTypePtr;
 use crate::backend::interface::BufferType;
 use crate::core::graph::Graph;
 use crate::core::op::Op;
-
-/// The allocator behind a `ggml_gallocr_t`.
-#[track_caller]
-fn gallocr<'a>(ptr: *mut Gallocr) -> &'a mut Gallocr {
-    // SAFETY: allocators are only made by ggml_gallocr_new* (a leaked Box) and live until
-    // ggml_gallocr_free; callers do not use one from two threads at once (ggml's contract).
-    match unsafe { ptr.as_mut() } {
-        Some(g) => g,
-        None => crate::ggml_abort!("NULL ggml_gallocr_t passed to the ggml API"),
-    }
-}
-
-#[track_caller]
-fn graph<'a>(ptr: *const Graph) -> &'a Graph {
-    // SAFETY: C callers pass live graphs made by ggml_new_graph* (ggml's contract).
-    match unsafe { ptr.as_ref() } {
-        Some(g) => g,
-        None => crate::ggml_abort!("NULL graph passed to the ggml API"),
-    }
-}
-
-#[track_caller]
-fn buft(ptr: *mut BufferType) -> BufferTypePtr {
-    // SAFETY: buffer types are long-lived objects of their backend (ggml's contract).
-    match unsafe { BufferTypePtr::from_raw(ptr) } {
-        Some(b) => b,
-        None => crate::ggml_abort!("NULL buffer type passed to the ggml API"),
-    }
-}
+use crate::ffi::handle::{arg, handle, this_export};
 
 /// One buffer id per tensor (`count` of them), or none for a NULL list.
 fn buffer_ids<'a>(ids: *const c_int, count: i32) -> Option<&'a [i32]> {
@@ -51,8 +23,11 @@ fn buffer_ids<'a>(ids: *const c_int, count: i32) -> Option<&'a [i32]> {
     Some(unsafe { std::slice::from_raw_parts(ids, n) })
 }
 
-/// The `n` buffer types of a C array.
-fn buft_list(bufts: *const *mut BufferType, n: c_int) -> Vec<BufferTypePtr> {
+/// The `n` buffer types of a C array, for the export named by `export` (see [`this_export!`]).
+///
+/// # Safety
+/// `bufts` holds `n` live buffer types (the C caller's contract).
+unsafe fn buft_list(bufts: *const *mut BufferType, n: c_int, export: &'static str) -> Vec<BufferTypePtr> {
     let n = usize::try_from(n).unwrap_or(0);
     if n == 0 {
         return Vec::new();
@@ -60,7 +35,8 @@ fn buft_list(bufts: *const *mut BufferType, n: c_int) -> Vec<BufferTypePtr> {
     crate::ggml_assert!(!bufts.is_null(), "NULL list of {} buffer types", n);
     // SAFETY: the caller passes an array of n_bufs buffer type pointers.
     let list = unsafe { std::slice::from_raw_parts(bufts, n) };
-    list.iter().map(|&b| buft(b)).collect()
+    // SAFETY: passed on from the caller.
+    list.iter().map(|&b| unsafe { handle(b, export) }).collect()
 }
 
 /// Copies `values` into a C array the caller sized for them.
@@ -89,12 +65,15 @@ pub extern "C" fn ggml_op_can_inplace(op: Op) -> bool {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_gallocr_new(buffer_type: *mut BufferType) -> *mut Gallocr {
-    Box::into_raw(Box::new(Gallocr::new(&[buft(buffer_type)])))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { Box::into_raw(Box::new(Gallocr::new(&[arg!(buffer_type)]))) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_gallocr_new_n(bufts: *mut *mut BufferType, n_bufs: c_int) -> *mut Gallocr {
-    Box::into_raw(Box::new(Gallocr::new(&buft_list(bufts, n_bufs))))
+    // SAFETY: the C caller's contract: `n_bufs` live buffer types.
+    let list = unsafe { buft_list(bufts, n_bufs, this_export!()) };
+    Box::into_raw(Box::new(Gallocr::new(&list)))
 }
 
 #[unsafe(no_mangle)]
@@ -104,7 +83,8 @@ pub extern "C" fn ggml_gallocr_free(galloc: *mut Gallocr) {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_gallocr_reserve(galloc: *mut Gallocr, cgraph: *mut Graph) -> bool {
-    gallocr(galloc).reserve(graph(cgraph))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(galloc).reserve(arg!(cgraph)) }
 }
 
 #[unsafe(no_mangle)]
@@ -115,9 +95,11 @@ pub extern "C" fn ggml_gallocr_reserve_n_size(
     leaf_buffer_ids: *const c_int,
     sizes: *mut usize,
 ) {
-    let g = graph(cgraph);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let g = unsafe { arg!(cgraph) };
     let (node_ids, leaf_ids) = (buffer_ids(node_buffer_ids, g.n_nodes), buffer_ids(leaf_buffer_ids, g.n_leafs));
-    let galloc = gallocr(galloc);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let galloc = unsafe { arg!(galloc) };
     write_sizes(sizes, &galloc.reserve_n_size(g, node_ids, leaf_ids));
 }
 
@@ -128,19 +110,23 @@ pub extern "C" fn ggml_gallocr_reserve_n(
     node_buffer_ids: *const c_int,
     leaf_buffer_ids: *const c_int,
 ) -> bool {
-    let g = graph(cgraph);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let g = unsafe { arg!(cgraph) };
     let (node_ids, leaf_ids) = (buffer_ids(node_buffer_ids, g.n_nodes), buffer_ids(leaf_buffer_ids, g.n_leafs));
-    gallocr(galloc).reserve_n(g, node_ids, leaf_ids)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(galloc).reserve_n(g, node_ids, leaf_ids) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_gallocr_alloc_graph(galloc: *mut Gallocr, cgraph: *mut Graph) -> bool {
-    gallocr(galloc).alloc_graph(graph(cgraph))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(galloc).alloc_graph(arg!(cgraph)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_gallocr_get_buffer_size(galloc: *mut Gallocr, buffer_id: c_int) -> usize {
-    let galloc = gallocr(galloc);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let galloc = unsafe { arg!(galloc) };
     crate::ggml_assert!(
         buffer_id >= 0 && (buffer_id as usize) < galloc.n_buffers(),
         "buffer id {} out of range ({} buffers)",

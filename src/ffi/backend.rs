@@ -6,8 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::NonNull;
 
-use super::{c_str, context, tensor};
-use crate::backend::backend::{self as backend_ops, BackendPtr, EvalCallback, EventPtr, GraphCopy};
+use crate::backend::backend::{self as backend_ops, BackendPtr, EvalCallback, GraphCopy};
 use crate::backend::buffer::{BufferPtr, BufferTypePtr, Copy2d};
 use crate::backend::device::DevicePtr;
 use crate::backend::interface::{
@@ -20,62 +19,9 @@ use crate::core::graph::{Graph, GraphPtr};
 use crate::core::status::Status;
 use crate::core::tensor::Tensor;
 use crate::cpu::device as cpu_device;
+use crate::ffi::handle::{abort_at_caller, arg, opt_arg};
 use crate::registry;
 use crate::registry::loader;
-
-#[track_caller]
-fn backend(ptr: *mut Backend) -> BackendPtr {
-    // SAFETY: backends handed to the API come from a device's init_backend and are not freed.
-    match unsafe { BackendPtr::from_raw(ptr) } {
-        Some(b) => b,
-        None => crate::ggml_abort!("GGML_ASSERT(backend) failed"),
-    }
-}
-
-#[track_caller]
-fn device(ptr: *mut Device) -> DevicePtr {
-    // SAFETY: devices handed to the API belong to a registry that is still loaded.
-    match unsafe { DevicePtr::from_raw(ptr) } {
-        Some(d) => d,
-        None => crate::ggml_abort!("GGML_ASSERT(device) failed"),
-    }
-}
-
-#[track_caller]
-fn reg(ptr: *mut Reg) -> RegPtr {
-    // SAFETY: registries handed to the API are statics of a loaded backend.
-    match unsafe { RegPtr::from_raw(ptr) } {
-        Some(r) => r,
-        None => crate::ggml_abort!("GGML_ASSERT(reg) failed"),
-    }
-}
-
-#[track_caller]
-fn event(ptr: *mut Event) -> EventPtr {
-    // SAFETY: events handed to the API come from ggml_backend_event_new and are not freed.
-    match unsafe { EventPtr::from_raw(ptr) } {
-        Some(e) => e,
-        None => crate::ggml_abort!("GGML_ASSERT(event) failed"),
-    }
-}
-
-#[track_caller]
-fn buft(ptr: *mut BufferType) -> BufferTypePtr {
-    // SAFETY: buffer types handed to the API are statics of a backend, alive for the process.
-    match unsafe { BufferTypePtr::from_raw(ptr) } {
-        Some(b) => b,
-        None => crate::ggml_abort!("GGML_ASSERT(buft) failed"),
-    }
-}
-
-#[track_caller]
-fn graph(ptr: *mut Graph) -> GraphPtr {
-    match NonNull::new(ptr) {
-        // SAFETY: graphs handed to the API live in a context that is still alive.
-        Some(g) => unsafe { GraphPtr::new(g) },
-        None => crate::ggml_abort!("GGML_ASSERT(graph) failed"),
-    }
-}
 
 /// `len` bytes of caller memory at `ptr` (which may be NULL when `len` is 0).
 #[track_caller]
@@ -83,7 +29,9 @@ fn host_bytes<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
     if len == 0 {
         return &[];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
+    }
     // SAFETY: the caller provides `len` readable bytes at `ptr` (the API's contract), valid
     // until the backend is synchronized.
     unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
@@ -94,7 +42,9 @@ fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
     if len == 0 {
         return &mut [];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
+    }
     // SAFETY: the caller provides `len` writable bytes at `ptr`, not aliased during the call.
     unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) }
 }
@@ -104,7 +54,7 @@ fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
 fn span_2d(c: &Copy2d) -> usize {
     match crate::backend::buffer::strided_span(c.size, c.n_copies, c.stride_data) {
         Some(n) => n,
-        None => crate::ggml_abort!("2-D copy of {} rows overflows the address space", c.n_copies),
+        None => abort_at_caller(&format!("2-D copy of {} rows overflows the address space", c.n_copies)),
     }
 }
 
@@ -114,22 +64,22 @@ fn opt_c_str<'a>(ptr: *const c_char) -> Option<&'a CStr> {
     (!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) })
 }
 
-fn c_path<'a>(path: *const c_char) -> &'a Path {
-    Path::new(OsStr::from_bytes(c_str(path)))
+fn c_path(path: &[u8]) -> &Path {
+    Path::new(OsStr::from_bytes(path))
 }
 
 // ---- backend (stream) ----
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_guid(b: *mut Backend) -> GuidPtr {
-    // SAFETY: as in `backend`; NULL is answered with NULL.
-    unsafe { BackendPtr::from_raw(b) }.map_or(std::ptr::null_mut(), BackendPtr::guid)
+    // SAFETY: the C caller's contract: a non-NULL handle is live; NULL is answered with NULL.
+    unsafe { opt_arg!(b) }.map_or(std::ptr::null_mut(), BackendPtr::guid)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_name(b: *mut Backend) -> *const c_char {
-    // SAFETY: as in `backend`; NULL is answered with "NULL".
-    match unsafe { BackendPtr::from_raw(b) } {
+    // SAFETY: the C caller's contract: a non-NULL handle is live; NULL is answered with "NULL".
+    match unsafe { opt_arg!(b) } {
         Some(b) => b.name(),
         None => c"NULL".as_ptr(),
     }
@@ -137,30 +87,34 @@ pub extern "C" fn ggml_backend_name(b: *mut Backend) -> *const c_char {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_free(b: *mut Backend) {
-    // SAFETY: as in `backend`; NULL is ignored.
-    if let Some(b) = unsafe { BackendPtr::from_raw(b) } {
+    // SAFETY: the C caller's contract: a non-NULL handle is live; NULL is ignored.
+    if let Some(b) = unsafe { opt_arg!(b) } {
         b.free();
     }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_get_default_buffer_type(b: *mut Backend) -> *mut BufferType {
-    backend(b).device().buffer_type()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).device().buffer_type() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_alloc_buffer(b: *mut Backend, size: usize) -> *mut Buffer {
-    backend(b).alloc_buffer(size).map_or(std::ptr::null_mut(), BufferPtr::as_ptr)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).alloc_buffer(size).map_or(std::ptr::null_mut(), BufferPtr::as_ptr) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_get_alignment(b: *mut Backend) -> usize {
-    backend(b).alignment()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).alignment() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_get_max_size(b: *mut Backend) -> usize {
-    backend(b).max_size()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).max_size() }
 }
 
 #[unsafe(no_mangle)]
@@ -171,8 +125,10 @@ pub extern "C" fn ggml_backend_tensor_set_async(
     offset: usize,
     size: usize,
 ) {
-    let b = backend(b);
-    b.tensor_set_async(tensor(t), host_bytes(data, size), offset);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let b = unsafe { arg!(b) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { b.tensor_set_async(arg!(t), host_bytes(data, size), offset) };
 }
 
 #[unsafe(no_mangle)]
@@ -183,8 +139,10 @@ pub extern "C" fn ggml_backend_tensor_get_async(
     offset: usize,
     size: usize,
 ) {
-    let b = backend(b);
-    b.tensor_get_async(tensor(t), host_bytes_mut(data, size), offset);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let b = unsafe { arg!(b) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { b.tensor_get_async(arg!(t), host_bytes_mut(data, size), offset) };
 }
 
 #[unsafe(no_mangle)]
@@ -199,9 +157,11 @@ pub extern "C" fn ggml_backend_tensor_set_2d_async(
     stride_tensor: usize,
     stride_data: usize,
 ) {
-    let b = backend(b);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let b = unsafe { arg!(b) };
     let c = Copy2d { offset, size, n_copies, stride_tensor, stride_data };
-    b.tensor_set_2d_async(tensor(t), host_bytes(data, span_2d(&c)), c);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { b.tensor_set_2d_async(arg!(t), host_bytes(data, span_2d(&c)), c) };
 }
 
 #[unsafe(no_mangle)]
@@ -216,9 +176,11 @@ pub extern "C" fn ggml_backend_tensor_get_2d_async(
     stride_tensor: usize,
     stride_data: usize,
 ) {
-    let b = backend(b);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let b = unsafe { arg!(b) };
     let c = Copy2d { offset, size, n_copies, stride_tensor, stride_data };
-    b.tensor_get_2d_async(tensor(t), host_bytes_mut(data, span_2d(&c)), c);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { b.tensor_get_2d_async(arg!(t), host_bytes_mut(data, span_2d(&c)), c) };
 }
 
 #[unsafe(no_mangle)]
@@ -228,122 +190,144 @@ pub extern "C" fn ggml_backend_tensor_copy_async(
     src: *const Tensor,
     dst: *mut Tensor,
 ) {
-    // SAFETY: as in `backend`; ggml only requires the backends where it uses them.
-    let (backend_src, backend_dst) = unsafe { (BackendPtr::from_raw(backend_src), BackendPtr::from_raw(backend_dst)) };
-    backend_ops::tensor_copy_async(backend_src, backend_dst, tensor(src), tensor(dst));
+    // SAFETY: the C caller's contract: a non-NULL handle is live; ggml only requires the backends where it uses them.
+    let (backend_src, backend_dst) = unsafe { (opt_arg!(backend_src), opt_arg!(backend_dst)) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { backend_ops::tensor_copy_async(backend_src, backend_dst, arg!(src), arg!(dst)) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_synchronize(b: *mut Backend) {
-    backend(b).synchronize();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).synchronize() };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_graph_plan_create(b: *mut Backend, g: *mut Graph) -> GraphPlan {
-    let b = backend(b);
-    b.graph_plan_create(&graph(g))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let b = unsafe { arg!(b) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { b.graph_plan_create(arg!(g)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_graph_plan_free(b: *mut Backend, plan: GraphPlan) {
-    let b = backend(b);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let b = unsafe { arg!(b) };
     // SAFETY: C callers pass plans made by this backend's graph_plan_create (ggml's contract).
     unsafe { b.graph_plan_free(plan) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_graph_plan_compute(b: *mut Backend, plan: GraphPlan) -> Status {
-    let b = backend(b);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let b = unsafe { arg!(b) };
     // SAFETY: as in ggml_backend_graph_plan_free.
     unsafe { b.graph_plan_compute(plan) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_graph_compute(b: *mut Backend, g: *mut Graph) -> Status {
-    let b = backend(b);
-    b.graph_compute(graph(g).get_mut())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let b = unsafe { arg!(b) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { b.graph_compute(arg!(g)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_graph_compute_async(b: *mut Backend, g: *mut Graph) -> Status {
-    let b = backend(b);
-    b.graph_compute_async(graph(g).get_mut())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let b = unsafe { arg!(b) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { b.graph_compute_async(arg!(g)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_supports_op(b: *mut Backend, op: *const Tensor) -> bool {
-    backend(b).supports_op(tensor(op))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).supports_op(arg!(op)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_supports_buft(b: *mut Backend, bt: *mut BufferType) -> bool {
-    backend(b).supports_buft(buft(bt))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).supports_buft(arg!(bt)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_offload_op(b: *mut Backend, op: *const Tensor) -> bool {
-    backend(b).offload_op(tensor(op))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).offload_op(arg!(op)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_get_device(b: *mut Backend) -> *mut Device {
-    backend(b).device_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).device_ptr() }
 }
 
 /// `ggml_backend_alloc_ctx_tensors`: the context's tensors in one buffer of the backend's
 /// default type.
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_alloc_ctx_tensors(ctx: *mut Context, b: *mut Backend) -> *mut Buffer {
-    let buft = backend(b).default_buffer_type();
-    tallocr::alloc_ctx_tensors(context(ctx), buft).map_or(std::ptr::null_mut(), BufferPtr::as_ptr)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let buft = unsafe { arg!(b).default_buffer_type() };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tallocr::alloc_ctx_tensors(arg!(ctx), buft).map_or(std::ptr::null_mut(), BufferPtr::as_ptr) }
 }
 
 // ---- events ----
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_event_new(d: *mut Device) -> *mut Event {
-    // SAFETY: as in `device`; a NULL device gets no event.
-    backend_ops::event_new(unsafe { DevicePtr::from_raw(d) })
+    // SAFETY: the C caller's contract: a non-NULL handle is live; a NULL device gets no event.
+    backend_ops::event_new(unsafe { opt_arg!(d) })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_event_free(e: *mut Event) {
-    // SAFETY: as in `event`; NULL is ignored.
-    if let Some(e) = unsafe { EventPtr::from_raw(e) } {
+    // SAFETY: the C caller's contract: a non-NULL handle is live; NULL is ignored.
+    if let Some(e) = unsafe { opt_arg!(e) } {
         e.free();
     }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_event_record(e: *mut Event, b: *mut Backend) {
-    backend(b).event_record(e);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).event_record(e) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_event_synchronize(e: *mut Event) {
-    event(e).synchronize();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(e).synchronize() };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_event_wait(b: *mut Backend, e: *mut Event) {
-    backend(b).event_wait(e);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).event_wait(e) };
 }
 
 // ---- devices ----
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_name(d: *mut Device) -> *const c_char {
-    device(d).name()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(d).name() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_description(d: *mut Device) -> *const c_char {
-    device(d).description()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(d).description() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_memory(d: *mut Device, free: *mut usize, total: *mut usize) {
-    let (f, t) = device(d).memory();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let (f, t) = unsafe { arg!(d).memory() };
     crate::ggml_assert!(!free.is_null() && !total.is_null(), "NULL memory out-pointer");
     // SAFETY: checked non-null; the caller provides the two values to fill.
     unsafe {
@@ -354,12 +338,14 @@ pub extern "C" fn ggml_backend_dev_memory(d: *mut Device, free: *mut usize, tota
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_type(d: *mut Device) -> DevType {
-    device(d).dev_type()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(d).dev_type() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_get_props(d: *mut Device, props: *mut DevProps) {
-    let p = device(d).props();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let p = unsafe { arg!(d).props() };
     crate::ggml_assert!(!props.is_null(), "NULL props out-pointer");
     // SAFETY: checked non-null; the caller provides a struct to fill.
     unsafe { props.write(p) };
@@ -367,22 +353,26 @@ pub extern "C" fn ggml_backend_dev_get_props(d: *mut Device, props: *mut DevProp
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_backend_reg(d: *mut Device) -> *mut Reg {
-    device(d).reg()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(d).reg() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_init(d: *mut Device, params: *const c_char) -> *mut Backend {
-    device(d).init_backend(opt_c_str(params))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(d).init_backend(opt_c_str(params)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_buffer_type(d: *mut Device) -> *mut BufferType {
-    device(d).buffer_type()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(d).buffer_type() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_host_buffer_type(d: *mut Device) -> *mut BufferType {
-    device(d).host_buffer_type().map_or(std::ptr::null_mut(), BufferTypePtr::as_ptr)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(d).host_buffer_type().map_or(std::ptr::null_mut(), BufferTypePtr::as_ptr) }
 }
 
 #[unsafe(no_mangle)]
@@ -392,7 +382,8 @@ pub extern "C" fn ggml_backend_dev_buffer_from_host_ptr(
     size: usize,
     max_tensor_size: usize,
 ) -> *mut Buffer {
-    let d = device(d);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let d = unsafe { arg!(d) };
     // SAFETY: the caller hands over `size` bytes at `ptr` for the buffer's lifetime (ggml's
     // contract).
     unsafe { d.buffer_from_host_ptr(ptr, size, max_tensor_size) }.map_or(std::ptr::null_mut(), BufferPtr::as_ptr)
@@ -400,39 +391,46 @@ pub extern "C" fn ggml_backend_dev_buffer_from_host_ptr(
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_supports_op(d: *mut Device, op: *const Tensor) -> bool {
-    device(d).supports_op(tensor(op))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(d).supports_op(arg!(op)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_supports_buft(d: *mut Device, bt: *mut BufferType) -> bool {
-    device(d).supports_buft(buft(bt))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(d).supports_buft(arg!(bt)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_offload_op(d: *mut Device, op: *const Tensor) -> bool {
-    device(d).offload_op(tensor(op))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(d).offload_op(arg!(op)) }
 }
 
 // ---- registries ----
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_reg_name(r: *mut Reg) -> *const c_char {
-    reg(r).name()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(r).name() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_reg_dev_count(r: *mut Reg) -> usize {
-    reg(r).dev_count()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(r).dev_count() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_reg_dev_get(r: *mut Reg, index: usize) -> *mut Device {
-    reg(r).dev_get(index)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(r).dev_get(index) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_reg_get_proc_address(r: *mut Reg, name: *const c_char) -> *mut c_void {
-    let r = reg(r);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let r = unsafe { arg!(r) };
     match opt_c_str(name) {
         Some(name) => r.proc_address(name),
         None => crate::ggml_abort!("NULL function name passed to ggml_backend_reg_get_proc_address"),
@@ -441,15 +439,16 @@ pub extern "C" fn ggml_backend_reg_get_proc_address(r: *mut Reg, name: *const c_
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_register(r: *mut Reg) {
-    // SAFETY: as in `reg`; NULL is ignored, as in ggml.
-    if let Some(r) = unsafe { RegPtr::from_raw(r) } {
+    // SAFETY: the C caller's contract: a non-NULL handle is live; NULL is ignored, as in ggml.
+    if let Some(r) = unsafe { opt_arg!(r) } {
         registry::register_backend(r, None);
     }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_device_register(d: *mut Device) {
-    registry::register_device(device(d));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { registry::register_device(arg!(d)) };
 }
 
 #[unsafe(no_mangle)]
@@ -464,7 +463,8 @@ pub extern "C" fn ggml_backend_reg_get(index: usize) -> *mut Reg {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_reg_by_name(name: *const c_char) -> *mut Reg {
-    registry::reg_by_name(c_str(name)).map_or(std::ptr::null_mut(), RegPtr::as_ptr)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { registry::reg_by_name(arg!(name)).map_or(std::ptr::null_mut(), RegPtr::as_ptr) }
 }
 
 #[unsafe(no_mangle)]
@@ -479,7 +479,8 @@ pub extern "C" fn ggml_backend_dev_get(index: usize) -> *mut Device {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_by_name(name: *const c_char) -> *mut Device {
-    registry::dev_by_name(c_str(name)).map_or(std::ptr::null_mut(), DevicePtr::as_ptr)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { registry::dev_by_name(arg!(name)).map_or(std::ptr::null_mut(), DevicePtr::as_ptr) }
 }
 
 #[unsafe(no_mangle)]
@@ -489,7 +490,8 @@ pub extern "C" fn ggml_backend_dev_by_type(t: DevType) -> *mut Device {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_init_by_name(name: *const c_char, params: *const c_char) -> *mut Backend {
-    registry::init_by_name(c_str(name), opt_c_str(params))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { registry::init_by_name(arg!(name), opt_c_str(params)) }
 }
 
 #[unsafe(no_mangle)]
@@ -506,12 +508,14 @@ pub extern "C" fn ggml_backend_init_best() -> *mut Backend {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_load(path: *const c_char) -> *mut Reg {
-    loader::load(c_path(path), false).map_or(std::ptr::null_mut(), RegPtr::as_ptr)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { loader::load(c_path(arg!(path)), false).map_or(std::ptr::null_mut(), RegPtr::as_ptr) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_unload(r: *mut Reg) {
-    loader::unload(reg(r));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { loader::unload(arg!(r)) };
 }
 
 #[unsafe(no_mangle)]
@@ -521,7 +525,8 @@ pub extern "C" fn ggml_backend_load_all() {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_load_all_from_path(dir_path: *const c_char) {
-    let dir = (!dir_path.is_null()).then(|| c_path(dir_path));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let dir = unsafe { (!dir_path.is_null()).then(|| c_path(arg!(dir_path))) };
     loader::load_all_from_path(dir);
 }
 
@@ -536,8 +541,10 @@ pub extern "C" fn ggml_backend_cpu_reg() -> *mut Reg {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_graph_copy(b: *mut Backend, g: *mut Graph) -> GraphCopy {
-    let b = backend(b);
-    backend_ops::graph_copy(b, &graph(g))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let b = unsafe { arg!(b) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { backend_ops::graph_copy(b, arg!(g)) }
 }
 
 #[unsafe(no_mangle)]
@@ -562,7 +569,18 @@ pub extern "C" fn ggml_backend_compare_graph_backend(
         // SAFETY: the caller passes an array of num_test_nodes tensor pointers.
         unsafe { std::slice::from_raw_parts(test_nodes, num_test_nodes) }
     };
-    let (backend1, backend2, g) = (backend(backend1), backend(backend2), graph(g));
-    // SAFETY: the caller's callback is made for its own user_data (ggml's contract).
-    unsafe { backend_ops::compare_graph_backend(backend1, backend2, g, callback, user_data, test_nodes) }
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let (backend1, backend2, g) = unsafe { (arg!(backend1), arg!(backend2), arg!(g)) };
+    // SAFETY: `g` is a live graph (above); the caller's callback is made for its own user_data
+    // (ggml's contract).
+    unsafe {
+        backend_ops::compare_graph_backend(
+            backend1,
+            backend2,
+            GraphPtr::new(NonNull::from(g)),
+            callback,
+            user_data,
+            test_nodes,
+        )
+    }
 }

@@ -4,8 +4,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use super::{context, tensor};
-use crate::backend::buffer::{self, BufferPtr, BufferTypePtr, Copy2d};
+use crate::backend::buffer::{self, BufferPtr, Copy2d};
 use crate::backend::interface::{Buffer, BufferInterface, BufferType, BufferUsage, Device};
 use crate::backend::tallocr::Tallocr;
 use crate::backend::{host_buffer, tallocr};
@@ -13,29 +12,7 @@ use crate::core::context::Context;
 use crate::core::op::Op;
 use crate::core::status::Status;
 use crate::core::tensor::Tensor;
-
-#[track_caller]
-fn buft(ptr: *mut BufferType) -> BufferTypePtr {
-    // SAFETY: buffer types handed to the API are statics of a backend, alive for the process.
-    match unsafe { BufferTypePtr::from_raw(ptr) } {
-        Some(b) => b,
-        None => crate::ggml_abort!("GGML_ASSERT(buft) failed"),
-    }
-}
-
-#[track_caller]
-fn buffer(ptr: *mut Buffer) -> BufferPtr {
-    // SAFETY: buffers handed to the API come from ggml_backend_buffer_init and are not freed.
-    match unsafe { BufferPtr::from_raw(ptr) } {
-        Some(b) => b,
-        None => crate::ggml_abort!("GGML_ASSERT(buffer) failed"),
-    }
-}
-
-fn opt_buffer(ptr: *mut Buffer) -> Option<BufferPtr> {
-    // SAFETY: as in `buffer`.
-    unsafe { BufferPtr::from_raw(ptr) }
-}
+use crate::ffi::handle::{abort_at_caller, arg, opt_arg};
 
 /// `len` bytes of caller memory at `ptr` (which may be NULL when `len` is 0).
 #[track_caller]
@@ -43,7 +20,9 @@ fn host_bytes<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
     if len == 0 {
         return &[];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
+    }
     // SAFETY: the caller provides `len` readable bytes at `ptr` (the API's contract).
     unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
 }
@@ -53,7 +32,9 @@ fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
     if len == 0 {
         return &mut [];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL data pointer for {} bytes", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
+    }
     // SAFETY: the caller provides `len` writable bytes at `ptr`, not aliased during the call.
     unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) }
 }
@@ -61,25 +42,18 @@ fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
 /// The caller's array of `n` buffers.
 #[track_caller]
 fn buffer_array<'a>(ptr: *const *mut Buffer, n: usize) -> &'a [*mut Buffer] {
-    crate::ggml_assert!(!ptr.is_null(), "NULL buffer array");
+    if ptr.is_null() {
+        abort_at_caller("NULL buffer array");
+    }
     // SAFETY: the caller passes an array of `n` buffer pointers.
     unsafe { std::slice::from_raw_parts(ptr, n) }
-}
-
-#[track_caller]
-fn tallocr_mut<'a>(ptr: *mut Tallocr) -> &'a mut Tallocr {
-    // SAFETY: the caller passes an allocator made by ggml_tallocr_new, used by one thread.
-    match unsafe { ptr.as_mut() } {
-        Some(t) => t,
-        None => crate::ggml_abort!("GGML_ASSERT(talloc) failed"),
-    }
 }
 
 #[track_caller]
 fn span_2d(size: usize, n_copies: usize, stride_data: usize) -> usize {
     match buffer::strided_span(size, n_copies, stride_data) {
         Some(n) => n,
-        None => crate::ggml_abort!("2-D copy of {} rows overflows the address space", n_copies),
+        None => abort_at_caller(&format!("2-D copy of {} rows overflows the address space", n_copies)),
     }
 }
 
@@ -88,37 +62,44 @@ fn span_2d(size: usize, n_copies: usize, stride_data: usize) -> usize {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buft_name(b: *mut BufferType) -> *const c_char {
-    buft(b).name()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).name() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buft_alloc_buffer(b: *mut BufferType, size: usize) -> *mut Buffer {
-    buft(b).alloc_buffer(size).map_or(std::ptr::null_mut(), BufferPtr::as_ptr)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).alloc_buffer(size).map_or(std::ptr::null_mut(), BufferPtr::as_ptr) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buft_get_alignment(b: *mut BufferType) -> usize {
-    buft(b).alignment()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).alignment() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buft_get_max_size(b: *mut BufferType) -> usize {
-    buft(b).max_size()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).max_size() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buft_get_alloc_size(b: *mut BufferType, t: *const Tensor) -> usize {
-    buft(b).alloc_size(tensor(t))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).alloc_size(arg!(t)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buft_is_host(b: *mut BufferType) -> bool {
-    buft(b).is_host()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).is_host() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buft_get_device(b: *mut BufferType) -> *mut Device {
-    buft(b).device()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).device() }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -136,96 +117,116 @@ pub extern "C" fn ggml_backend_buffer_init(
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_name(b: *mut Buffer) -> *const c_char {
-    buffer(b).name()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).name() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_free(b: *mut Buffer) {
-    if let Some(b) = opt_buffer(b) {
-        b.free();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe {
+        if let Some(b) = opt_arg!(b) {
+            b.free();
+        }
     }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_get_base(b: *mut Buffer) -> *mut c_void {
-    buffer(b).base()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).base() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_get_size(b: *mut Buffer) -> usize {
-    buffer(b).size()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).size() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_init_tensor(b: *mut Buffer, t: *mut Tensor) -> Status {
-    buffer(b).init_tensor(tensor(t))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).init_tensor(arg!(t)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_get_alignment(b: *mut Buffer) -> usize {
-    buffer(b).alignment()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).alignment() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_get_max_size(b: *mut Buffer) -> usize {
-    buffer(b).max_size()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).max_size() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_get_alloc_size(b: *mut Buffer, t: *const Tensor) -> usize {
-    buffer(b).alloc_size(tensor(t))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).alloc_size(arg!(t)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_clear(b: *mut Buffer, value: u8) {
-    buffer(b).clear(value)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).clear(value) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_is_host(b: *mut Buffer) -> bool {
-    buffer(b).is_host()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).is_host() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_set_usage(b: *mut Buffer, usage: BufferUsage) {
-    buffer(b).set_usage(usage)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).set_usage(usage) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_get_usage(b: *mut Buffer) -> BufferUsage {
-    buffer(b).usage()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).usage() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_get_type(b: *mut Buffer) -> *mut BufferType {
-    buffer(b).buft
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).buft }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_reset(b: *mut Buffer) {
-    buffer(b).reset()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).reset() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_copy_tensor(src: *const Tensor, dst: *mut Tensor) -> bool {
-    buffer::buffer_copy_tensor(tensor(src), tensor(dst))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { buffer::buffer_copy_tensor(arg!(src), arg!(dst)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_multi_buffer_alloc_buffer(buffers: *mut *mut Buffer, n_buffers: usize) -> *mut Buffer {
     crate::ggml_assert!(n_buffers > 0, "a multi-buffer needs at least one buffer");
-    let parts: Vec<BufferPtr> = buffer_array(buffers, n_buffers).iter().map(|&b| buffer(b)).collect();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let parts: Vec<BufferPtr> = unsafe { buffer_array(buffers, n_buffers).iter().map(|&b| arg!(b)).collect() };
     buffer::multi_buffer_new(&parts).as_ptr()
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_is_multi_buffer(b: *mut Buffer) -> bool {
-    buffer(b).is_multi_buffer()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(b).is_multi_buffer() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_multi_buffer_set_usage(b: *mut Buffer, usage: BufferUsage) {
-    buffer::multi_buffer_set_usage(buffer(b), usage)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { buffer::multi_buffer_set_usage(arg!(b), usage) }
 }
 
 #[unsafe(no_mangle)]
@@ -238,13 +239,15 @@ pub extern "C" fn ggml_op_alloc_size_may_expand(op: Op) -> bool {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_tensor_set(t: *mut Tensor, data: *const c_void, offset: usize, size: usize) {
-    let t = tensor(t);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let t = unsafe { arg!(t) };
     buffer::tensor_set(t, host_bytes(data, size), offset)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_tensor_get(t: *const Tensor, data: *mut c_void, offset: usize, size: usize) {
-    let t = tensor(t);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let t = unsafe { arg!(t) };
     buffer::tensor_get(t, host_bytes_mut(data, size), offset)
 }
 
@@ -258,7 +261,8 @@ pub extern "C" fn ggml_backend_tensor_set_2d(
     stride_tensor: usize,
     stride_data: usize,
 ) {
-    let t = tensor(t);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let t = unsafe { arg!(t) };
     let data = host_bytes(data, span_2d(size, n_copies, stride_data));
     buffer::tensor_set_2d(t, data, Copy2d { offset, size, n_copies, stride_tensor, stride_data })
 }
@@ -273,30 +277,36 @@ pub extern "C" fn ggml_backend_tensor_get_2d(
     stride_tensor: usize,
     stride_data: usize,
 ) {
-    let t = tensor(t);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let t = unsafe { arg!(t) };
     let data = host_bytes_mut(data, span_2d(size, n_copies, stride_data));
     buffer::tensor_get_2d(t, data, Copy2d { offset, size, n_copies, stride_tensor, stride_data })
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_tensor_memset(t: *mut Tensor, value: u8, offset: usize, size: usize) {
-    buffer::tensor_memset(tensor(t), value, offset, size)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { buffer::tensor_memset(arg!(t), value, offset, size) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_tensor_copy(src: *const Tensor, dst: *mut Tensor) {
-    buffer::tensor_copy(tensor(src), tensor(dst))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { buffer::tensor_copy(arg!(src), arg!(dst)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_tensor_alloc(b: *mut Buffer, t: *mut Tensor, addr: *mut c_void) -> Status {
-    let t = tensor(t);
-    buffer::tensor_alloc(buffer(b), t, addr)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let t = unsafe { arg!(t) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { buffer::tensor_alloc(arg!(b), t, addr) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_view_init(t: *mut Tensor) -> Status {
-    buffer::view_init(tensor(t))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { buffer::view_init(arg!(t)) }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -317,20 +327,24 @@ pub extern "C" fn ggml_backend_cpu_buffer_from_ptr(ptr: *mut c_void, size: usize
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_tallocr_new(b: *mut Buffer) -> Tallocr {
-    Tallocr::new(buffer(b))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { Tallocr::new(arg!(b)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_tallocr_alloc(talloc: *mut Tallocr, t: *mut Tensor) -> Status {
-    tallocr_mut(talloc).alloc(tensor(t))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(talloc).alloc(arg!(t)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_alloc_ctx_tensors_from_buft_size(ctx: *mut Context, b: *mut BufferType) -> usize {
-    tallocr::alloc_ctx_tensors_size(context(ctx), buft(b))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tallocr::alloc_ctx_tensors_size(arg!(ctx), arg!(b)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_alloc_ctx_tensors_from_buft(ctx: *mut Context, b: *mut BufferType) -> *mut Buffer {
-    tallocr::alloc_ctx_tensors(context(ctx), buft(b)).map_or(std::ptr::null_mut(), BufferPtr::as_ptr)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tallocr::alloc_ctx_tensors(arg!(ctx), arg!(b)).map_or(std::ptr::null_mut(), BufferPtr::as_ptr) }
 }

@@ -2,10 +2,10 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::{context, tensor};
 use crate::core::context::{Context, InitParams};
 use crate::core::log;
 use crate::core::tensor::Tensor;
+use crate::ffi::handle::arg;
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_init(params: InitParams) -> *mut Context {
@@ -22,64 +22,78 @@ pub extern "C" fn ggml_free(ctx: *mut Context) {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_reset(ctx: *mut Context) {
-    if !ctx.is_null() {
-        context(ctx).reset();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe {
+        if !ctx.is_null() {
+            arg!(ctx).reset();
+        }
     }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_used_mem(ctx: *const Context) -> usize {
-    context(ctx.cast_mut()).used_mem()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx.cast_mut()).used_mem() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_get_no_alloc(ctx: *mut Context) -> bool {
-    context(ctx).no_alloc
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).no_alloc }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_set_no_alloc(ctx: *mut Context, no_alloc: bool) {
-    context(ctx).no_alloc = no_alloc;
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).no_alloc = no_alloc };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_get_mem_buffer(ctx: *const Context) -> *mut c_void {
-    context(ctx.cast_mut()).mem_buffer()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx.cast_mut()).mem_buffer() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_get_mem_size(ctx: *const Context) -> usize {
-    context(ctx.cast_mut()).mem_size()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx.cast_mut()).mem_size() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_get_max_tensor_size(ctx: *const Context) -> usize {
-    context(ctx.cast_mut()).tensors().map(|t| t.nbytes()).max().unwrap_or(0)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx.cast_mut()).tensors().map(|t| t.nbytes()).max().unwrap_or(0) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_new_buffer(ctx: *mut Context, nbytes: usize) -> *mut c_void {
-    context(ctx).new_object(crate::core::context::ObjectType::WorkBuffer, nbytes).as_ptr().cast()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).new_object(crate::core::context::ObjectType::WorkBuffer, nbytes).as_ptr().cast() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_get_first_tensor(ctx: *const Context) -> *mut Tensor {
-    context(ctx.cast_mut()).tensors().next().map_or(std::ptr::null_mut(), |t| t.as_ptr())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx.cast_mut()).tensors().next().map_or(std::ptr::null_mut(), |t| t.as_ptr()) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_get_next_tensor(ctx: *const Context, t: *mut Tensor) -> *mut Tensor {
-    context(ctx.cast_mut()).next_tensor(tensor(t)).map_or(std::ptr::null_mut(), |t| t.as_ptr())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx.cast_mut()).next_tensor(arg!(t)).map_or(std::ptr::null_mut(), |t| t.as_ptr()) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_get_tensor(ctx: *mut Context, name: *const c_char) -> *mut Tensor {
-    context(ctx).get_tensor(super::c_str(name)).map_or(std::ptr::null_mut(), |t| t.as_ptr())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).get_tensor(arg!(name)).map_or(std::ptr::null_mut(), |t| t.as_ptr()) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_print_objects(ctx: *const Context) {
-    context(ctx.cast_mut()).print_objects();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx.cast_mut()).print_objects() };
 }
 
 #[unsafe(no_mangle)]
@@ -117,8 +131,10 @@ pub extern "C" fn ggml_set_abort_callback(callback: log::AbortMessageCallback) -
 /// Sink of the C-side `ggml_abort` (see variadic.c).
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_rs_abort_text(file: *const c_char, line: c_int, message: *const c_char) -> ! {
-    let file = String::from_utf8_lossy(super::c_str(file)).into_owned();
-    let message = String::from_utf8_lossy(super::c_str(message)).into_owned();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let file = unsafe { String::from_utf8_lossy(arg!(file)).into_owned() };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let message = unsafe { String::from_utf8_lossy(arg!(message)).into_owned() };
     log::abort(&file, line.max(0) as u32, &message)
 }
 

@@ -5,42 +5,20 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::context;
-use crate::backend::backend::BackendPtr;
 use crate::backend::interface::Backend;
 use crate::core::context::Context;
 use crate::core::element;
 use crate::core::graph::Graph;
 use crate::core::status::Status;
-use crate::core::tensor::Tensor;
+use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::threadpool_params::ThreadpoolParams;
 use crate::core::types::Type;
 use crate::cpu::api::{self, CpuFeature, TypeTraitsCpu, cpu_has};
 use crate::cpu::backend;
 use crate::cpu::plan::{AbortCallback, Plan};
 use crate::cpu::pool::Threadpool;
+use crate::ffi::handle::{arg, opt_arg};
 use crate::quants::half::Bf16;
-
-/// The graph behind a pointer the API requires to be non-null.
-#[track_caller]
-fn graph<'a>(ptr: *const Graph) -> &'a Graph {
-    // SAFETY: C callers pass live graphs made by ggml_new_graph* or views of them (ggml's
-    // contract).
-    match unsafe { ptr.as_ref() } {
-        Some(g) => g,
-        None => crate::ggml_abort!("NULL graph passed to the ggml CPU API"),
-    }
-}
-
-/// The pool behind a pointer the API requires to be non-null.
-#[track_caller]
-fn threadpool<'a>(ptr: *mut Threadpool) -> &'a Threadpool {
-    // SAFETY: pools are made by ggml_threadpool_new and live until ggml_threadpool_free.
-    match unsafe { ptr.as_ref() } {
-        Some(p) => p,
-        None => crate::ggml_abort!("NULL thread pool passed to the ggml CPU API"),
-    }
-}
 
 /// A row of `n` values at `ptr` (empty for `n <= 0`).
 fn row<'a, T>(ptr: *const T, n: i64) -> &'a [T] {
@@ -89,24 +67,25 @@ pub extern "C" fn ggml_is_numa() -> bool {
 // ---- scalar tensors ----
 
 /// A new one-element tensor of `ty` in an allocating context.
-fn new_scalar(ctx: *mut Context, ty: Type) -> *mut Tensor {
-    let ctx = context(ctx);
+fn new_scalar(ctx: &mut Context, ty: Type) -> TensorPtr {
     crate::ggml_assert!(!ctx.no_alloc, "ggml_new_{}: the context does not allocate tensor data", ty.name());
-    ctx.new_tensor(ty, &[1]).as_ptr()
+    ctx.new_tensor(ty, &[1])
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_new_i32(ctx: *mut Context, value: i32) -> *mut Tensor {
-    let t = new_scalar(ctx, Type::I32);
-    element::set_all_i32(&super::tensor(t), value);
-    t
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let t = unsafe { new_scalar(arg!(ctx), Type::I32) };
+    element::set_all_i32(&t, value);
+    t.as_ptr()
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_new_f32(ctx: *mut Context, value: f32) -> *mut Tensor {
-    let t = new_scalar(ctx, Type::F32);
-    element::set_all_f32(&super::tensor(t), value);
-    t
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let t = unsafe { new_scalar(arg!(ctx), Type::F32) };
+    element::set_all_f32(&t, value);
+    t.as_ptr()
 }
 
 // ---- thread pools ----
@@ -125,33 +104,36 @@ pub extern "C" fn ggml_threadpool_free(pool: *mut Threadpool) {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_threadpool_pause(pool: *mut Threadpool) {
-    threadpool(pool).pause();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(pool).pause() };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_threadpool_resume(pool: *mut Threadpool) {
-    threadpool(pool).resume();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(pool).resume() };
 }
 
 // ---- planning and computing ----
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_plan(cgraph: *const Graph, n_threads: c_int, pool: *mut Threadpool) -> Plan {
-    // SAFETY: as in `threadpool`; null means none.
-    api::graph_plan(graph(cgraph), n_threads, unsafe { pool.as_ref() })
+    // SAFETY: the C caller's contract: handles passed to the API are live (a NULL pool means
+    // none).
+    unsafe { api::graph_plan(arg!(cgraph), n_threads, opt_arg!(pool)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_compute(cgraph: *mut Graph, cplan: *mut Plan) -> Status {
-    // SAFETY: callers pass the plan ggml_graph_plan returned, completed as its contract says.
-    let Some(plan) = (unsafe { cplan.as_ref() }) else { crate::ggml_abort!("NULL cplan passed to ggml_graph_compute") };
-    // SAFETY: the plan's contract is the caller's (see `Plan`).
-    unsafe { api::graph_compute(graph(cgraph), plan) }
+    // SAFETY: the C caller's contract: a live graph, and the plan ggml_graph_plan returned,
+    // completed as its contract says (see `Plan`).
+    unsafe { api::graph_compute(arg!(cgraph), arg!(cplan)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_compute_with_ctx(ctx: *mut Context, cgraph: *mut Graph, n_threads: c_int) -> Status {
-    api::graph_compute_with_ctx(context(ctx), graph(cgraph), n_threads)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { api::graph_compute_with_ctx(arg!(ctx), arg!(cgraph), n_threads) }
 }
 
 // ---- what the processor offers ----
@@ -245,7 +227,7 @@ pub extern "C" fn ggml_backend_cpu_init() -> *mut Backend {
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_is_cpu(backend: *mut Backend) -> bool {
     // SAFETY: a non-null backend handle points to a live backend (ggml's contract).
-    unsafe { BackendPtr::from_raw(backend) }.is_some_and(backend::is_cpu)
+    unsafe { opt_arg!(backend) }.is_some_and(backend::is_cpu)
 }
 
 #[unsafe(no_mangle)]

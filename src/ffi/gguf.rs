@@ -3,10 +3,10 @@
 
 use std::ffi::{c_char, c_void};
 
-use super::c_str;
 use crate::core::context::Context;
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
+use crate::ffi::handle::arg;
 use crate::gguf::context::strings;
 use crate::gguf::reader::{self, Reader};
 use crate::gguf::source::{CFile, CFileSource, CallbackSource, FileSource, ReadCallback, SliceSource, Source};
@@ -19,30 +19,6 @@ use crate::gguf::{GgufContext, GgufType, Kv, writer};
 pub struct GgufInitParams {
     pub no_alloc: bool,
     pub ctx: *mut *mut Context,
-}
-
-#[track_caller]
-fn gguf<'a>(ptr: *const GgufContext) -> &'a GgufContext {
-    // SAFETY: non-null pointers come from our gguf_init_* (a leaked Box) and live until
-    // gguf_free.
-    match unsafe { ptr.as_ref() } {
-        Some(c) => c,
-        None => crate::ggml_abort!("NULL gguf_context passed to the gguf API"),
-    }
-}
-
-#[track_caller]
-fn gguf_mut<'a>(ptr: *mut GgufContext) -> &'a mut GgufContext {
-    // SAFETY: as `gguf`; the C API gives no other live reference to the context during a call.
-    match unsafe { ptr.as_mut() } {
-        Some(c) => c,
-        None => crate::ggml_abort!("NULL gguf_context passed to the gguf API"),
-    }
-}
-
-/// An owned copy of a C string argument, so that it may point into the context it updates.
-fn owned(ptr: *const c_char) -> Vec<u8> {
-    c_str(ptr).to_vec()
 }
 
 fn into_raw(ctx: GgufContext) -> *mut GgufContext {
@@ -90,7 +66,8 @@ pub extern "C" fn gguf_init_from_file_ptr(file: *mut libc::FILE, params: GgufIni
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_init_from_file(fname: *const c_char, params: GgufInitParams) -> *mut GgufContext {
-    let name = c_str(fname);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let name = unsafe { arg!(fname) };
     let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name);
     match std::fs::File::open(path) {
         Ok(file) => {
@@ -148,237 +125,283 @@ pub extern "C" fn gguf_type_name(ty: GgufType) -> *const c_char {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_version(ctx: *const GgufContext) -> u32 {
-    gguf(ctx).version()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).version() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_alignment(ctx: *const GgufContext) -> usize {
-    gguf(ctx).alignment()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).alignment() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_data_offset(ctx: *const GgufContext) -> usize {
-    gguf(ctx).data_offset()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).data_offset() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_n_kv(ctx: *const GgufContext) -> i64 {
-    gguf(ctx).n_kv()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).n_kv() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_find_key(ctx: *const GgufContext, key: *const c_char) -> i64 {
-    gguf(ctx).find_key(c_str(key))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).find_key(arg!(key)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_key(ctx: *const GgufContext, key_id: i64) -> *const c_char {
-    gguf(ctx).kv(key_id).key().as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).kv(key_id).key().as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_kv_type(ctx: *const GgufContext, key_id: i64) -> GgufType {
-    gguf(ctx).kv(key_id).kv_type()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).kv(key_id).kv_type() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_arr_type(ctx: *const GgufContext, key_id: i64) -> GgufType {
-    gguf(ctx).arr_type(key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).arr_type(key_id) }
 }
 
-fn get_val<T: Scalar>(ctx: *const GgufContext, key_id: i64) -> T {
-    gguf(ctx).kv(key_id).get()
+fn get_val<T: Scalar>(ctx: &GgufContext, key_id: i64) -> T {
+    ctx.kv(key_id).get()
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_u8(ctx: *const GgufContext, key_id: i64) -> u8 {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_i8(ctx: *const GgufContext, key_id: i64) -> i8 {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_u16(ctx: *const GgufContext, key_id: i64) -> u16 {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_i16(ctx: *const GgufContext, key_id: i64) -> i16 {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_u32(ctx: *const GgufContext, key_id: i64) -> u32 {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_i32(ctx: *const GgufContext, key_id: i64) -> i32 {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_f32(ctx: *const GgufContext, key_id: i64) -> f32 {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_u64(ctx: *const GgufContext, key_id: i64) -> u64 {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_i64(ctx: *const GgufContext, key_id: i64) -> i64 {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_f64(ctx: *const GgufContext, key_id: i64) -> f64 {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_bool(ctx: *const GgufContext, key_id: i64) -> bool {
-    get_val(ctx, key_id)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { get_val(arg!(ctx), key_id) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_str(ctx: *const GgufContext, key_id: i64) -> *const c_char {
-    gguf(ctx).kv(key_id).get_str().as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).kv(key_id).get_str().as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_val_data(ctx: *const GgufContext, key_id: i64) -> *const c_void {
-    let kv = gguf(ctx).kv(key_id);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let kv = unsafe { arg!(ctx).kv(key_id) };
     kv.check_single();
     kv.raw().as_ptr().cast()
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_arr_n(ctx: *const GgufContext, key_id: i64) -> usize {
-    gguf(ctx).kv(key_id).len()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).kv(key_id).len() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_arr_data(ctx: *const GgufContext, key_id: i64) -> *const c_void {
-    let raw = gguf(ctx).kv(key_id).raw();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let raw = unsafe { arg!(ctx).kv(key_id).raw() };
     if raw.is_empty() { std::ptr::null() } else { raw.as_ptr().cast() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_arr_str(ctx: *const GgufContext, key_id: i64, i: usize) -> *const c_char {
-    gguf(ctx).kv(key_id).str_at(i).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).kv(key_id).str_at(i).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_n_tensors(ctx: *const GgufContext) -> i64 {
-    gguf(ctx).n_tensors()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).n_tensors() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_find_tensor(ctx: *const GgufContext, name: *const c_char) -> i64 {
-    gguf(ctx).find_tensor(c_str(name))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).find_tensor(arg!(name)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_tensor_offset(ctx: *const GgufContext, tensor_id: i64) -> usize {
-    gguf(ctx).tensor(tensor_id).offset as usize
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).tensor(tensor_id).offset as usize }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_tensor_name(ctx: *const GgufContext, tensor_id: i64) -> *const c_char {
-    gguf(ctx).tensor(tensor_id).t.name.as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).tensor(tensor_id).t.name.as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_tensor_ne(ctx: *const GgufContext, tensor_id: i64) -> *const i64 {
-    gguf(ctx).tensor(tensor_id).t.ne.as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).tensor(tensor_id).t.ne.as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_tensor_type(ctx: *const GgufContext, tensor_id: i64) -> Type {
-    gguf(ctx).tensor(tensor_id).t.type_
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).tensor(tensor_id).t.type_ }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_tensor_size(ctx: *const GgufContext, tensor_id: i64) -> usize {
-    gguf(ctx).tensor(tensor_id).nbytes()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).tensor(tensor_id).nbytes() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_remove_key(ctx: *mut GgufContext, key: *const c_char) -> i64 {
-    let key = owned(key);
-    gguf_mut(ctx).remove_key(&key)
+    // Copied: the string may point into the context it updates.
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let key = unsafe { arg!(key).to_vec() };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).remove_key(&key) }
 }
 
-fn set_val<T: Scalar>(ctx: *mut GgufContext, key: *const c_char, val: T) {
-    let kv = Kv::scalar(c_str(key), val);
-    gguf_mut(ctx).set(kv);
+fn set_val<T: Scalar>(ctx: &mut GgufContext, key: &[u8], val: T) {
+    ctx.set(Kv::scalar(key, val));
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_u8(ctx: *mut GgufContext, key: *const c_char, val: u8) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_i8(ctx: *mut GgufContext, key: *const c_char, val: i8) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_u16(ctx: *mut GgufContext, key: *const c_char, val: u16) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_i16(ctx: *mut GgufContext, key: *const c_char, val: i16) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_u32(ctx: *mut GgufContext, key: *const c_char, val: u32) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_i32(ctx: *mut GgufContext, key: *const c_char, val: i32) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_f32(ctx: *mut GgufContext, key: *const c_char, val: f32) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_u64(ctx: *mut GgufContext, key: *const c_char, val: u64) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_i64(ctx: *mut GgufContext, key: *const c_char, val: i64) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_f64(ctx: *mut GgufContext, key: *const c_char, val: f64) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_bool(ctx: *mut GgufContext, key: *const c_char, val: bool) {
-    set_val(ctx, key, val);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { set_val(arg!(ctx), arg!(key), val) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_val_str(ctx: *mut GgufContext, key: *const c_char, val: *const c_char) {
     // Kv::string copies both strings before the context is touched.
-    let kv = Kv::string(c_str(key), c_str(val));
-    gguf_mut(ctx).set(kv);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let kv = unsafe { Kv::string(arg!(key), arg!(val)) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).set(kv) };
 }
 
 #[unsafe(no_mangle)]
@@ -400,8 +423,10 @@ pub extern "C" fn gguf_set_arr_data(
         // SAFETY: the caller passes `n` elements of `ty`, i.e. `nbytes` readable bytes.
         unsafe { std::slice::from_raw_parts(data.cast::<u8>(), nbytes) }
     };
-    let kv = Kv::plain_array(c_str(key), ty, bytes);
-    gguf_mut(ctx).set(kv);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let kv = unsafe { Kv::plain_array(arg!(key), ty, bytes) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).set(kv) };
 }
 
 #[unsafe(no_mangle)]
@@ -413,34 +438,48 @@ pub extern "C" fn gguf_set_arr_str(ctx: *mut GgufContext, key: *const c_char, da
         // SAFETY: the caller passes an array of `n` string pointers.
         unsafe { std::slice::from_raw_parts(data, n) }
     };
-    let values = strings(ptrs.iter().map(|&p| owned(p)));
-    let kv = Kv::string_array(c_str(key), values);
-    gguf_mut(ctx).set(kv);
+    // Copied: the strings may point into the context they update.
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let values = unsafe { strings(ptrs.iter().map(|&p| arg!(p).to_vec())) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let kv = unsafe { Kv::string_array(arg!(key), values) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).set(kv) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_kv(ctx: *mut GgufContext, src: *const GgufContext) {
     // Copied first: `src` may be `ctx` itself.
-    let pairs = gguf(src).kvs().to_vec();
-    gguf_mut(ctx).set_all(&pairs);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let pairs = unsafe { arg!(src).kvs().to_vec() };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).set_all(&pairs) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_add_tensor(ctx: *mut GgufContext, tensor: *const Tensor) {
-    let t = super::tensor(tensor);
-    gguf_mut(ctx).add_tensor(&t);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let t = unsafe { arg!(tensor) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).add_tensor(&t) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_tensor_type(ctx: *mut GgufContext, name: *const c_char, ty: Type) {
-    let name = owned(name);
-    gguf_mut(ctx).set_tensor_type(&name, ty);
+    // Copied: the string may point into the context it updates.
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let name = unsafe { arg!(name).to_vec() };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).set_tensor_type(&name, ty) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_set_tensor_data(ctx: *mut GgufContext, name: *const c_char, data: *const c_void) {
-    let name = owned(name);
-    gguf_mut(ctx).set_tensor_data(&name, data);
+    // Copied: the string may point into the context it updates.
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let name = unsafe { arg!(name).to_vec() };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ctx).set_tensor_data(&name, data) };
 }
 
 #[unsafe(no_mangle)]
@@ -448,19 +487,24 @@ pub extern "C" fn gguf_write_to_file_ptr(ctx: *const GgufContext, file: *mut lib
     crate::ggml_assert!(!file.is_null(), "gguf_write_to_file_ptr: NULL file");
     // SAFETY: the caller passes an open stream and keeps it open during the call.
     let mut file = unsafe { CFile::new(file) };
-    match writer::write_to(gguf(ctx), &mut file, only_meta) {
-        Ok(()) => true,
-        Err(e) => {
-            crate::log_error!("gguf_write_to_file_ptr: failed to write GGUF data: {e}\n");
-            false
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe {
+        match writer::write_to(arg!(ctx), &mut file, only_meta) {
+            Ok(()) => true,
+            Err(e) => {
+                crate::log_error!("gguf_write_to_file_ptr: failed to write GGUF data: {e}\n");
+                false
+            }
         }
     }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_write_to_file(ctx: *const GgufContext, fname: *const c_char, only_meta: bool) -> bool {
-    let ctx = gguf(ctx);
-    let name = c_str(fname);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let ctx = unsafe { arg!(ctx) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let name = unsafe { arg!(fname) };
     let shown = String::from_utf8_lossy(name);
     let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(name);
     let file = match std::fs::File::create(path) {
@@ -483,12 +527,14 @@ pub extern "C" fn gguf_write_to_file(ctx: *const GgufContext, fname: *const c_ch
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_meta_size(ctx: *const GgufContext) -> usize {
-    writer::meta_bytes(gguf(ctx)).len()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { writer::meta_bytes(arg!(ctx)).len() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_meta_data(ctx: *const GgufContext, data: *mut c_void) {
-    let meta = writer::meta_bytes(gguf(ctx));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let meta = unsafe { writer::meta_bytes(arg!(ctx)) };
     crate::ggml_assert!(!data.is_null(), "gguf_get_meta_data: NULL output buffer");
     // SAFETY: the caller provides gguf_get_meta_size() writable bytes at `data`.
     unsafe { std::ptr::copy_nonoverlapping(meta.as_ptr(), data.cast::<u8>(), meta.len()) };

@@ -3,31 +3,11 @@
 
 use std::ffi::c_char;
 
-use super::{c_str, context, tensor};
 use crate::core::context::Context;
 use crate::core::graph::{Graph, HashSet, OwnedHashSet, cgraph, hash};
 use crate::core::op::Op;
 use crate::core::tensor::{Tensor, TensorPtr};
-
-/// The graph behind a pointer the API requires to be non-null.
-#[track_caller]
-fn graph<'a>(ptr: *const Graph) -> &'a mut Graph {
-    // SAFETY: C callers pass graphs made by ggml_new_graph* (or views of them) that are still
-    // alive, and do not use them from two threads at once (ggml's contract).
-    match unsafe { ptr.cast_mut().as_mut() } {
-        Some(g) => g,
-        None => {
-            let loc = std::panic::Location::caller();
-            crate::core::log::abort(loc.file(), loc.line(), "NULL graph passed to the ggml API")
-        }
-    }
-}
-
-/// A graph argument that may be NULL.
-fn opt_graph<'a>(ptr: *const Graph) -> Option<&'a Graph> {
-    // SAFETY: as `graph`.
-    unsafe { ptr.as_ref() }
-}
+use crate::ffi::handle::{arg, opt_arg};
 
 /// An array argument of `count` elements (none for a non-positive count).
 fn array<'a, T>(ptr: *const T, count: i32) -> &'a [T] {
@@ -40,28 +20,20 @@ fn array<'a, T>(ptr: *const T, count: i32) -> &'a [T] {
     unsafe { std::slice::from_raw_parts(ptr, n) }
 }
 
-/// A hash set argument: one from ggml_hash_set_new or inside a live graph.
-#[track_caller]
-fn hash_set<'a>(ptr: *mut HashSet) -> &'a mut HashSet {
-    // SAFETY: C passes sets made by ggml_hash_set_new or embedded in a live graph.
-    match unsafe { ptr.as_mut() } {
-        Some(set) => set,
-        None => crate::ggml_abort!("NULL hash set passed to the ggml API"),
-    }
-}
-
 fn out(t: Option<TensorPtr>) -> *mut Tensor {
     t.map_or(std::ptr::null_mut(), TensorPtr::as_ptr)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_new_graph(ctx: *mut Context) -> *mut Graph {
-    cgraph::new_graph(context(ctx)).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { cgraph::new_graph(arg!(ctx)).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_new_graph_custom(ctx: *mut Context, size: usize, grads: bool) -> *mut Graph {
-    cgraph::new_graph_custom(context(ctx), size, grads).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { cgraph::new_graph_custom(arg!(ctx), size, grads).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
@@ -81,12 +53,14 @@ pub extern "C" fn ggml_graph_next_uid() -> u64 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_build_forward_expand(cgraph: *mut Graph, t: *mut Tensor) {
-    graph(cgraph).build_forward_expand(tensor(t));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).build_forward_expand(arg!(t)) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_build_forward_order(cgraph: *mut Graph, t: *mut Tensor) {
-    graph(cgraph).build_forward_order(tensor(t));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).build_forward_order(arg!(t)) };
 }
 
 #[unsafe(no_mangle)]
@@ -97,101 +71,127 @@ pub extern "C" fn ggml_build_forward_select(
     idx: i32,
 ) -> *mut Tensor {
     crate::ggml_assert!(idx >= 0 && idx < n_tensors, "selected index {} out of {} tensors", idx, n_tensors);
-    let list: Vec<TensorPtr> = array(tensors.cast_const(), n_tensors).iter().map(|&t| tensor(t)).collect();
-    graph(cgraph).build_forward_select(&list, idx as usize).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let list: Vec<TensorPtr> = unsafe { array(tensors.cast_const(), n_tensors).iter().map(|&t| arg!(t)).collect() };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).build_forward_select(&list, idx as usize).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_build_backward_expand(ctx: *mut Context, cgraph: *mut Graph, grad_accs: *mut *mut Tensor) {
-    let g = graph(cgraph);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let g = unsafe { arg!(cgraph) };
     // A non-null grad_accs has one entry per node of the forward graph; a null entry reads as
     // None (Option<TensorPtr> has the pointer's layout).
     let accs = (!grad_accs.is_null()).then(|| array(grad_accs.cast_const().cast::<Option<TensorPtr>>(), g.n_nodes));
-    g.build_backward_expand(context(ctx), accs);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { g.build_backward_expand(arg!(ctx), accs) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_view(cgraph: *mut Graph, i0: i32, i1: i32) -> Graph {
-    graph(cgraph).view(i0, i1)
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).view(i0, i1) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_cpy(src: *mut Graph, dst: *mut Graph) {
-    if std::ptr::eq(src, dst) {
-        // Copying a graph onto itself keeps everything but its gradients, as in ggml.
-        graph(dst).clear_grads();
-        return;
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe {
+        if std::ptr::eq(src, dst) {
+            // Copying a graph onto itself keeps everything but its gradients, as in ggml.
+            arg!(dst).clear_grads();
+            return;
+        }
     }
-    graph(src).copy_to(graph(dst));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(src).copy_to(arg!(dst)) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_dup(ctx: *mut Context, cgraph: *mut Graph, force_grads: bool) -> *mut Graph {
-    cgraph::dup(context(ctx), graph(cgraph), force_grads).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { cgraph::dup(arg!(ctx), arg!(cgraph), force_grads).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_reset(cgraph: *mut Graph) {
-    if !cgraph.is_null() {
-        graph(cgraph).reset();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe {
+        if !cgraph.is_null() {
+            arg!(cgraph).reset();
+        }
     }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_clear(cgraph: *mut Graph) {
-    graph(cgraph).clear();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).clear() };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_size(cgraph: *mut Graph) -> i32 {
-    graph(cgraph).size
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).size }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_node(cgraph: *mut Graph, i: i32) -> *mut Tensor {
-    graph(cgraph).node_at(i).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).node_at(i).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_nodes(cgraph: *mut Graph) -> *mut *mut Tensor {
-    graph(cgraph).nodes.cast()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).nodes.cast() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_n_nodes(cgraph: *mut Graph) -> i32 {
-    graph(cgraph).n_nodes
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).n_nodes }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_add_node(cgraph: *mut Graph, t: *mut Tensor) {
-    graph(cgraph).add_node(tensor(t));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).add_node(arg!(t)) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_get_tensor(cgraph: *const Graph, name: *const c_char) -> *mut Tensor {
-    out(graph(cgraph).tensor_named(c_str(name)))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { out(arg!(cgraph).tensor_named(arg!(name))) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_get_grad(cgraph: *const Graph, node: *const Tensor) -> *mut Tensor {
-    out(graph(cgraph).grad(node))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { out(arg!(cgraph).grad(node)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_get_grad_acc(cgraph: *const Graph, node: *const Tensor) -> *mut Tensor {
-    out(graph(cgraph).grad_acc(node))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { out(arg!(cgraph).grad_acc(node)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_print(cgraph: *const Graph) {
-    graph(cgraph).print();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).print() };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_graph_dump_dot(gb: *const Graph, cgraph: *const Graph, filename: *const c_char) {
-    let forward = opt_graph(cgraph);
-    let name = String::from_utf8_lossy(c_str(filename)).into_owned();
-    graph(gb).dump_dot(forward, &name);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let forward = unsafe { opt_arg!(cgraph) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let name = unsafe { String::from_utf8_lossy(arg!(filename)).into_owned() };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(gb).dump_dot(forward.as_deref(), &name) };
 }
 
 #[unsafe(no_mangle)]
@@ -204,7 +204,8 @@ pub extern "C" fn ggml_can_fuse_subgraph_ext(
     num_outputs: i32,
 ) -> bool {
     crate::ggml_assert!(!outputs.is_null() && num_outputs > 0, "a fused subgraph needs at least one output");
-    graph(cgraph).can_fuse_subgraph(array(node_idxs, count), array(ops, count), array(outputs, num_outputs))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(cgraph).can_fuse_subgraph(array(node_idxs, count), array(ops, count), array(outputs, num_outputs)) }
 }
 
 #[unsafe(no_mangle)]
@@ -219,12 +220,14 @@ pub extern "C" fn ggml_hash_set_new(size: usize) -> HashSet {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_hash_set_reset(set: *mut HashSet) {
-    hash_set(set).reset();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(set).reset() };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_hash_set_free(set: *mut HashSet) {
-    let raw = *hash_set(set);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let raw = unsafe { *arg!(set) };
     // SAFETY: C frees, once, a set that came from ggml_hash_set_new (OwnedHashSet::into_raw).
     drop(unsafe { OwnedHashSet::from_raw(raw) });
 }

@@ -3,13 +3,11 @@
 
 use std::ffi::c_char;
 
-use crate::backend::backend::BackendPtr;
-use crate::backend::buffer::{BufferPtr, BufferTypePtr};
 use crate::backend::device::DevicePtr;
 use crate::backend::interface::{Backend, Buffer, BufferType, BufferUsage, Device};
 use crate::backend::meta::{self, GetSplitStateFn, SplitAxis};
 use crate::core::context::Context;
-use crate::ffi::context;
+use crate::ffi::handle::{arg, opt_arg};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_meta_split_axis_name(split_axis: SplitAxis) -> *const c_char {
@@ -36,11 +34,8 @@ pub extern "C" fn ggml_backend_meta_device(
     };
     let simple: Vec<DevicePtr> = raw
         .iter()
-        // SAFETY: devices handed to the API belong to a registry that is still loaded.
-        .map(|&d| match unsafe { DevicePtr::from_raw(d) } {
-            Some(d) => d,
-            None => crate::ggml_abort!("GGML_ASSERT(dev) failed"),
-        })
+        // SAFETY: the C caller's contract: devices handed to the API belong to a loaded registry.
+        .map(|&d| unsafe { arg!(d) })
         .collect();
     meta::meta_device(&simple, get_split_state, get_split_state_ud).as_ptr()
 }
@@ -48,44 +43,37 @@ pub extern "C" fn ggml_backend_meta_device(
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_is_meta(backend: *mut Backend) -> bool {
     // SAFETY: a non-null backend handed to the API is live.
-    unsafe { BackendPtr::from_raw(backend) }.is_some_and(meta::backend_is_meta)
+    unsafe { opt_arg!(backend) }.is_some_and(meta::backend_is_meta)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buffer_is_meta(buf: *mut Buffer) -> bool {
     // SAFETY: a non-null buffer handed to the API is live.
-    unsafe { BufferPtr::from_raw(buf) }.is_some_and(meta::buffer_is_meta)
+    unsafe { opt_arg!(buf) }.is_some_and(meta::buffer_is_meta)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_buft_is_meta(buft: *mut BufferType) -> bool {
     // SAFETY: a non-null buffer type handed to the API is live.
-    unsafe { BufferTypePtr::from_raw(buft) }.is_some_and(meta::buft_is_meta)
-}
-
-#[track_caller]
-fn meta_backend(ptr: *mut Backend) -> BackendPtr {
-    // SAFETY: backends handed to the API come from a device's init_backend and are not freed.
-    match unsafe { BackendPtr::from_raw(ptr) } {
-        Some(b) => b,
-        None => crate::ggml_abort!("GGML_ASSERT(ggml_backend_is_meta(meta_backend)) failed"),
-    }
+    unsafe { opt_arg!(buft) }.is_some_and(meta::buft_is_meta)
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_meta_n_backends(meta_backend_: *mut Backend) -> usize {
-    meta::meta_n_backends(meta_backend(meta_backend_))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { meta::meta_n_backends(arg!(meta_backend_)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_meta_simple_backend(meta_backend_: *mut Backend, index: usize) -> *mut Backend {
-    meta::meta_simple_backend(meta_backend(meta_backend_), index).as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { meta::meta_simple_backend(arg!(meta_backend_), index).as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_meta_buffer_set_usage(buffer: *mut Buffer, usage: BufferUsage) {
     // SAFETY: a non-null buffer handed to the API is live.
-    match unsafe { BufferPtr::from_raw(buffer) } {
+    match unsafe { opt_arg!(buffer) } {
         Some(b) if meta::buffer_is_meta(b) => meta::buffer_set_usage(b, usage),
         _ => crate::ggml_abort!("GGML_ASSERT(ggml_backend_buffer_is_meta(buffer)) failed"),
     }
@@ -96,9 +84,11 @@ pub extern "C" fn ggml_backend_meta_alloc_ctx_tensors_from_buft(
     ctx: *mut Context,
     buft: *mut BufferType,
 ) -> *mut Buffer {
-    // SAFETY: a non-null buffer type handed to the API is alive for the process.
-    match unsafe { BufferTypePtr::from_raw(buft) } {
-        Some(b) if meta::buft_is_meta(b) => meta::alloc_ctx_tensors(context(ctx), b).as_ptr(),
-        _ => crate::ggml_abort!("GGML_ASSERT(ggml_backend_buft_is_meta(buft)) failed"),
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe {
+        match opt_arg!(buft) {
+            Some(b) if meta::buft_is_meta(b) => meta::alloc_ctx_tensors(arg!(ctx), b).as_ptr(),
+            _ => crate::ggml_abort!("GGML_ASSERT(ggml_backend_buft_is_meta(buft)) failed"),
+        }
     }
 }

@@ -5,11 +5,12 @@
 use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 
-use super::{context, opt_tensor, static_c_str, tensor};
+use super::static_c_str;
 use crate::core::context::Context;
 use crate::core::graph::{Graph, GraphPtr};
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
+use crate::ffi::handle::{arg, opt_arg};
 use crate::opt::context::{BorrowedSched, InitArgs};
 use crate::opt::epoch::{self, Callback, EpochResults, FitSettings, Progress};
 use crate::opt::params::{self, GetOptimizerParams, LossType, OptParams, OptimizerParams, OptimizerType};
@@ -28,43 +29,6 @@ pub type EpochCallback = Option<
         t_start_us: i64,
     ),
 >;
-
-/// Turns a non-null handle into a reference, aborting with `what` on NULL.
-///
-/// # Safety
-/// `ptr`, when not null, must come from this module's `Box::into_raw` and not be freed; ggml's
-/// contract is that C uses a handle from one thread at a time.
-#[track_caller]
-unsafe fn handle<'a, T>(ptr: *mut T, what: &str) -> &'a mut T {
-    // SAFETY: guaranteed by the caller.
-    match unsafe { ptr.as_mut() } {
-        Some(v) => v,
-        None => crate::ggml_abort!("NULL {what} passed to the ggml-opt API"),
-    }
-}
-
-#[track_caller]
-fn dataset<'a>(ptr: *mut Dataset) -> &'a mut Dataset {
-    // SAFETY: datasets come from ggml_opt_dataset_init and live until ggml_opt_dataset_free.
-    unsafe { handle(ptr, "dataset") }
-}
-
-#[track_caller]
-fn opt_context<'a>(ptr: *mut OptContext) -> &'a mut OptContext {
-    // SAFETY: contexts come from ggml_opt_init and live until ggml_opt_free.
-    unsafe { handle(ptr, "optimization context") }
-}
-
-#[track_caller]
-fn result<'a>(ptr: *mut OptResult) -> &'a mut OptResult {
-    // SAFETY: results come from ggml_opt_result_init and live until ggml_opt_result_free.
-    unsafe { handle(ptr, "result") }
-}
-
-fn opt_result<'a>(ptr: *mut OptResult) -> Option<&'a mut OptResult> {
-    // SAFETY: as in `result`; NULL is allowed here.
-    unsafe { ptr.as_mut() }
-}
 
 fn tensor_out(t: Option<TensorPtr>) -> *mut Tensor {
     t.map_or(std::ptr::null_mut(), TensorPtr::as_ptr)
@@ -103,22 +67,26 @@ pub extern "C" fn ggml_opt_dataset_free(dataset: *mut Dataset) {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_dataset_ndata(ds: *mut Dataset) -> i64 {
-    dataset(ds).ndata()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ds).ndata() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_dataset_data(ds: *mut Dataset) -> *mut Tensor {
-    dataset(ds).data().as_ptr()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ds).data().as_ptr() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_dataset_labels(ds: *mut Dataset) -> *mut Tensor {
-    tensor_out(dataset(ds).labels())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tensor_out(arg!(ds).labels()) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_dataset_shuffle(opt_ctx: *mut OptContext, ds: *mut Dataset, idata: i64) {
-    dataset(ds).shuffle(opt_context(opt_ctx).rng(), idata);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ds).shuffle(arg!(opt_ctx).rng(), idata) };
 }
 
 #[unsafe(no_mangle)]
@@ -128,7 +96,8 @@ pub extern "C" fn ggml_opt_dataset_get_batch(
     labels_batch: *mut Tensor,
     ibatch: i64,
 ) {
-    dataset(ds).get_batch(tensor(data_batch), opt_tensor(labels_batch), ibatch);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(ds).get_batch(arg!(data_batch), opt_arg!(labels_batch), ibatch) };
 }
 
 #[unsafe(no_mangle)]
@@ -139,7 +108,8 @@ pub extern "C" fn ggml_opt_dataset_get_batch_host(
     labels_batch: *mut c_void,
     ibatch: i64,
 ) {
-    let ds = dataset(ds);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let ds = unsafe { arg!(ds) };
     crate::ggml_assert!(!data_batch.is_null() || nb_data_batch == 0, "NULL data batch");
     // SAFETY: the caller provides nb_data_batch writable bytes at data_batch.
     let data = unsafe { bytes_mut(data_batch, nb_data_batch) };
@@ -183,19 +153,21 @@ pub extern "C" fn ggml_opt_default_params(backend_sched: *mut Sched, loss_type: 
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_init(params: OptParams) -> *mut OptContext {
-    let args = InitArgs {
-        // SAFETY: the scheduler outlives the optimization context (ggml's contract).
-        scheduler: Box::new(unsafe { BorrowedSched::new(params.backend_sched) }),
-        // SAFETY: a compute context passed to ggml_opt_init is a live ggml_init context.
-        ctx_compute: unsafe { params.ctx_compute.as_mut() },
-        inputs: opt_tensor(params.inputs),
-        outputs: opt_tensor(params.outputs),
-        loss_type: params.loss_type,
-        build_type: params.build_type,
-        opt_period: params.opt_period,
-        get_opt_pars: params.get_opt_pars,
-        get_opt_pars_ud: params.get_opt_pars_ud,
-        optimizer: params.optimizer,
+    // SAFETY: the C caller's contract: the scheduler outlives the optimization context, and the
+    // compute context and tensors passed in are NULL or live.
+    let args = unsafe {
+        InitArgs {
+            scheduler: Box::new(BorrowedSched::new(params.backend_sched)),
+            ctx_compute: opt_arg!(params.ctx_compute),
+            inputs: opt_arg!(params.inputs),
+            outputs: opt_arg!(params.outputs),
+            loss_type: params.loss_type,
+            build_type: params.build_type,
+            opt_period: params.opt_period,
+            get_opt_pars: params.get_opt_pars,
+            get_opt_pars_ud: params.get_opt_pars_ud,
+            optimizer: params.optimizer,
+        }
     };
     // SAFETY: ggml's contract: the compute context, the callback and its user data stay valid
     // until ggml_opt_free, and C uses them one call at a time.
@@ -210,52 +182,62 @@ pub extern "C" fn ggml_opt_free(opt_ctx: *mut OptContext) {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_reset(opt_ctx: *mut OptContext, optimizer: bool) {
-    opt_context(opt_ctx).reset(optimizer);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(opt_ctx).reset(optimizer) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_static_graphs(opt_ctx: *mut OptContext) -> bool {
-    opt_context(opt_ctx).static_graphs()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(opt_ctx).static_graphs() }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_inputs(opt_ctx: *mut OptContext) -> *mut Tensor {
-    tensor_out(opt_context(opt_ctx).inputs())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tensor_out(arg!(opt_ctx).inputs()) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_outputs(opt_ctx: *mut OptContext) -> *mut Tensor {
-    tensor_out(opt_context(opt_ctx).outputs())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tensor_out(arg!(opt_ctx).outputs()) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_labels(opt_ctx: *mut OptContext) -> *mut Tensor {
-    tensor_out(opt_context(opt_ctx).labels())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tensor_out(arg!(opt_ctx).labels()) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_loss(opt_ctx: *mut OptContext) -> *mut Tensor {
-    tensor_out(opt_context(opt_ctx).loss())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tensor_out(arg!(opt_ctx).loss()) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_pred(opt_ctx: *mut OptContext) -> *mut Tensor {
-    tensor_out(opt_context(opt_ctx).pred())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tensor_out(arg!(opt_ctx).pred()) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_ncorrect(opt_ctx: *mut OptContext) -> *mut Tensor {
-    tensor_out(opt_context(opt_ctx).ncorrect())
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tensor_out(arg!(opt_ctx).ncorrect()) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_grad_acc(opt_ctx: *mut OptContext, node: *mut Tensor) -> *mut Tensor {
-    tensor_out(opt_context(opt_ctx).grad_acc(tensor(node)))
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { tensor_out(arg!(opt_ctx).grad_acc(arg!(node))) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_context_optimizer_type(opt_ctx: *mut OptContext) -> OptimizerType {
-    opt_context(opt_ctx).optimizer_type()
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(opt_ctx).optimizer_type() }
 }
 
 #[unsafe(no_mangle)]
@@ -278,7 +260,8 @@ pub extern "C" fn ggml_opt_result_free(result_: *mut OptResult) {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_result_reset(result_: *mut OptResult) {
-    result(result_).reset();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(result_).reset() };
 }
 
 /// Writes `value` to an output argument the caller may leave NULL.
@@ -291,19 +274,22 @@ fn write_out<T>(ptr: *mut T, value: T) {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_result_ndata(result_: *mut OptResult, ndata: *mut i64) {
-    write_out(ndata, result(result_).ndata());
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { write_out(ndata, arg!(result_).ndata()) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_result_loss(result_: *mut OptResult, loss: *mut f64, unc: *mut f64) {
-    let (l, u) = result(result_).loss();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let (l, u) = unsafe { arg!(result_).loss() };
     write_out(loss, l);
     write_out(unc, u);
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_result_pred(result_: *mut OptResult, pred: *mut i32) {
-    let values = result(result_).pred();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let values = unsafe { arg!(result_).pred() };
     if values.is_empty() {
         return;
     }
@@ -314,7 +300,8 @@ pub extern "C" fn ggml_opt_result_pred(result_: *mut OptResult, pred: *mut i32) 
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_result_accuracy(result_: *mut OptResult, accuracy: *mut f64, unc: *mut f64) {
-    let (a, u) = result(result_).accuracy();
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let (a, u) = unsafe { arg!(result_).accuracy() };
     write_out(accuracy, a);
     write_out(unc, u);
 }
@@ -329,22 +316,24 @@ pub extern "C" fn ggml_opt_prepare_alloc(
     inputs: *mut Tensor,
     outputs: *mut Tensor,
 ) {
-    let Some(gf) = NonNull::new(gf) else { crate::ggml_abort!("NULL graph passed to ggml_opt_prepare_alloc") };
-    // SAFETY: C passes a live graph made by ggml_new_graph*.
-    let gf = unsafe { GraphPtr::new(gf) };
-    let opt = opt_context(opt_ctx);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let gf = unsafe { GraphPtr::new(NonNull::from(arg!(gf))) };
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let opt = unsafe { arg!(opt_ctx) };
     // SAFETY: ggml's contract: the compute context stays valid while the context uses it.
-    unsafe { opt.prepare_alloc(context(ctx_compute), gf, tensor(inputs), tensor(outputs)) };
+    unsafe { opt.prepare_alloc(arg!(ctx_compute), gf, arg!(inputs), arg!(outputs)) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_alloc(opt_ctx: *mut OptContext, backward: bool) {
-    opt_context(opt_ctx).alloc(backward);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(opt_ctx).alloc(backward) };
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_opt_eval(opt_ctx: *mut OptContext, result_: *mut OptResult) {
-    opt_context(opt_ctx).eval(opt_result(result_));
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { arg!(opt_ctx).eval(opt_arg!(result_)) };
 }
 
 /// A C epoch callback as the closure [`epoch::epoch`] calls.
@@ -368,16 +357,20 @@ pub extern "C" fn ggml_opt_epoch(
     callback_train: EpochCallback,
     callback_eval: EpochCallback,
 ) {
-    let results = if !result_train.is_null() && result_train == result_eval {
-        EpochResults::Shared(result(result_train))
-    } else {
-        EpochResults::Separate { train: opt_result(result_train), eval: opt_result(result_eval) }
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    let results = unsafe {
+        if !result_train.is_null() && result_train == result_eval {
+            EpochResults::Shared(arg!(result_train))
+        } else {
+            EpochResults::Separate { train: opt_arg!(result_train), eval: opt_arg!(result_eval) }
+        }
     };
     let mut train = callback_train.map(c_callback);
     let mut eval = callback_eval.map(c_callback);
     let cb_train = train.as_mut().map(|c| c as Callback<'_>);
     let cb_eval = eval.as_mut().map(|c| c as Callback<'_>);
-    epoch::epoch(opt_context(opt_ctx), dataset(ds), results, idata_split, cb_train, cb_eval);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { epoch::epoch(arg!(opt_ctx), arg!(ds), results, idata_split, cb_train, cb_eval) };
 }
 
 #[unsafe(no_mangle)]
@@ -391,7 +384,8 @@ pub extern "C" fn ggml_opt_epoch_callback_progress_bar(
     t_start_us: i64,
 ) {
     let progress = Progress { train, ibatch, ibatch_max, t_start_us };
-    epoch::progress_bar(opt_context(opt_ctx), opt_result(result_).map(|r| &*r), progress);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { epoch::progress_bar(arg!(opt_ctx), opt_arg!(result_).map(|r| &*r), progress) };
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -413,7 +407,8 @@ pub extern "C" fn ggml_opt_fit(
     // SAFETY: the scheduler is live for the whole call (ggml's contract).
     let scheduler = Box::new(unsafe { BorrowedSched::new(backend_sched) });
     let settings = FitSettings { loss_type, optimizer, get_opt_pars, nepoch, nbatch_logical, val_split, silent };
-    epoch::fit(scheduler, context(ctx_compute), tensor(inputs), tensor(outputs), dataset(ds), settings);
+    // SAFETY: the C caller's contract: handles passed to the API are live.
+    unsafe { epoch::fit(scheduler, arg!(ctx_compute), arg!(inputs), arg!(outputs), arg!(ds), settings) };
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use std::ffi::{c_int, c_void};
 
+use crate::core::log::abort_at_caller;
 use crate::core::types::Type;
 use crate::quants::fp4::{BlockMxfp4, BlockNvfp4};
 use crate::quants::half::{self, Bf16};
@@ -150,6 +151,7 @@ pub extern "C" fn ggml_validate_row_data(type_: Type, data: *const c_void, nbyte
 // ---- per-format row functions ----
 
 /// `nrow` rows of `n_per_row` values, importance-weighted when `quant_weights` is not NULL.
+#[track_caller]
 fn quantize_weighted<B: BlockFormat>(
     src: *const f32,
     dst: *mut c_void,
@@ -165,6 +167,7 @@ fn quantize_weighted<B: BlockFormat>(
 type RowQuantizer<B> = fn(&[f32], &mut [B], usize, Option<&[f32]>) -> usize;
 
 /// [`quantize_weighted`] through a format's own row quantizer.
+#[track_caller]
 fn quantize_weighted_with<B: BlockFormat>(
     src: *const f32,
     dst: *mut c_void,
@@ -173,10 +176,12 @@ fn quantize_weighted_with<B: BlockFormat>(
     quant_weights: *const f32,
     rows: RowQuantizer<B>,
 ) -> usize {
-    crate::ggml_assert!(nrow >= 0 && n_per_row > 0, "{} rows of {} values", nrow, n_per_row);
-    let n = nrow.checked_mul(n_per_row);
-    crate::ggml_assert!(n.is_some(), "{} rows of {} values overflow", nrow, n_per_row);
-    let n = n.unwrap_or(0);
+    if nrow < 0 || n_per_row <= 0 {
+        abort_at_caller(&format!("{nrow} rows of {n_per_row} values"));
+    }
+    let Some(n) = nrow.checked_mul(n_per_row) else {
+        abort_at_caller(&format!("{nrow} rows of {n_per_row} values overflow"))
+    };
     // SAFETY: the quantizer's contract: `src` holds `n` values, `dst` room for their blocks and
     // `quant_weights`, when given, one weight per column.
     let (src, blocks, weights) = unsafe {

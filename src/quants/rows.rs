@@ -6,6 +6,7 @@ use std::ffi::c_void;
 
 use super::half::{self, Bf16};
 use super::{BlockFormat, dequantize_row, quantize_row};
+use crate::core::log::abort_at_caller;
 
 /// `len` elements at `ptr`, which may be NULL only when `len` is 0.
 ///
@@ -14,11 +15,15 @@ use super::{BlockFormat, dequantize_row, quantize_row};
 /// for `'a` (the C contract of every row function).
 #[track_caller]
 pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: i64) -> &'a [T] {
-    crate::ggml_assert!(len >= 0, "negative element count {}", len);
+    if len < 0 {
+        abort_at_caller(&format!("negative element count {len}"));
+    }
     if len == 0 {
         return &[];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL buffer of {} elements", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL buffer of {len} elements"));
+    }
     // SAFETY: the caller's contract.
     unsafe { std::slice::from_raw_parts(ptr, len as usize) }
 }
@@ -30,11 +35,15 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: i64) -> &'a [T] {
 /// not let output buffers overlap inputs: `restrict`).
 #[track_caller]
 pub(crate) unsafe fn slice_mut<'a, T>(ptr: *mut T, len: i64) -> &'a mut [T] {
-    crate::ggml_assert!(len >= 0, "negative element count {}", len);
+    if len < 0 {
+        abort_at_caller(&format!("negative element count {len}"));
+    }
     if len == 0 {
         return &mut [];
     }
-    crate::ggml_assert!(!ptr.is_null(), "NULL buffer of {} elements", len);
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL buffer of {len} elements"));
+    }
     // SAFETY: the caller's contract.
     unsafe { std::slice::from_raw_parts_mut(ptr, len as usize) }
 }
@@ -43,7 +52,9 @@ pub(crate) unsafe fn slice_mut<'a, T>(ptr: *mut T, len: i64) -> &'a mut [T] {
 #[track_caller]
 pub fn blocks_for<B: BlockFormat>(k: i64) -> i64 {
     let qk = B::QK as i64;
-    crate::ggml_assert!(k >= 0 && k % qk == 0, "{} values are not whole {} blocks", k, B::TYPE.name());
+    if !(k >= 0 && k % qk == 0) {
+        abort_at_caller(&format!("{k} values are not whole {} blocks", B::TYPE.name()));
+    }
     k / qk
 }
 

@@ -7,7 +7,7 @@
 //! [W, H, C, N].
 
 use super::matmul::mul_mat;
-use super::misc::set_op;
+use super::set_op;
 use super::shape::{cont, permute, reshape_2d, reshape_3d, reshape_4d};
 use crate::core::context::Context;
 use crate::core::op::Op;

@@ -9,7 +9,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::misc::set_op;
+use super::set_op;
 use super::view_or_dup;
 use crate::core::context::Context;
 use crate::core::op::Op;

@@ -6,21 +6,11 @@
 //! Every op whose result has `a`'s type and shape can run in place: the result is then a view
 //! of `a` named "<a's name> (view)" and a backend writes through it into `a`'s memory.
 
-use super::view_or_dup;
+use super::{view_or_dup, with_op};
 use crate::core::context::Context;
 use crate::core::op::Op;
 use crate::core::tensor::TensorPtr;
 use crate::core::types::Type;
-
-/// Marks `result` as computing `op` from `srcs` (filling `src[0..]` in order) and returns it.
-pub(super) fn with_op(result: TensorPtr, op: Op, srcs: &[TensorPtr]) -> TensorPtr {
-    let t = result.get_mut();
-    t.op = op;
-    for (slot, src) in t.src.iter_mut().zip(srcs) {
-        *slot = src.as_ptr();
-    }
-    result
-}
 
 /// An op of one operand whose result is shaped like it.
 fn same_shape_op(ctx: &mut Context, a: TensorPtr, op: Op, inplace: bool) -> TensorPtr {

@@ -3,7 +3,7 @@
 //! tensors of one shape (`_split`). Op params: the `enum ggml_glu_op`, the swapped flag, and
 //! for SWIGLU_OAI / SWIGLU_CLAMP the `f32` constants in slots 2 and 3.
 
-use super::elementwise::with_op;
+use super::with_op;
 use crate::core::context::Context;
 use crate::core::op::{GluOp, Op};
 use crate::core::tensor::{Tensor, TensorPtr};

@@ -1,7 +1,7 @@
 //! Training ops: the cross-entropy loss and its gradient, and the optimizer steps (AdamW,
 //! SGD) that update a parameter tensor in place.
 
-use super::misc::set_op;
+use super::set_op;
 use crate::core::context::Context;
 use crate::core::op::Op;
 use crate::core::tensor::{TensorPtr, flag};

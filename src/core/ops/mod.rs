@@ -9,23 +9,47 @@
 pub mod attention;
 pub mod conv;
 pub mod custom;
+pub mod deepseek;
 pub mod elementwise;
 pub mod glu;
 pub mod loss;
 pub mod matmul;
-pub mod misc;
 pub mod norm;
 pub mod pool;
 pub mod reduce;
 pub mod rope;
 pub mod rows;
+pub mod sequence;
 pub mod shape;
 pub mod softmax;
+pub mod solve;
+pub mod sort;
 pub mod ssm;
 pub mod unary;
+pub mod window;
 
 use super::context::Context;
+use super::op::Op;
 use super::tensor::{MAX_DIMS, TensorPtr};
+
+/// Marks `result` as computing `op` from `srcs` (filling `src[0..]` in order) and returns it.
+pub(super) fn with_op(result: TensorPtr, op: Op, srcs: &[TensorPtr]) -> TensorPtr {
+    let t = result.get_mut();
+    t.op = op;
+    for (slot, src) in t.src.iter_mut().zip(srcs) {
+        *slot = src.as_ptr();
+    }
+    result
+}
+
+/// Marks `result` as computing `op` from `srcs` (in `src[]` order).
+pub(crate) fn set_op(result: TensorPtr, op: Op, srcs: &[TensorPtr]) {
+    let r = result.get_mut();
+    r.op = op;
+    for (slot, s) in r.src.iter_mut().zip(srcs) {
+        *slot = s.as_ptr();
+    }
+}
 
 /// Sets `t`'s name to `src`'s name followed by `suffix` (ggml's `"%s (view)"` and the like),
 /// truncated to 63 bytes.

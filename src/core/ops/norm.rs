@@ -2,8 +2,8 @@
 //! (`group_norm`), and the gradient of RMS normalisation. `eps` is stored as the `f32` op
 //! param 0, except for `group_norm` where op param 0 is the group count and `eps` follows.
 
-use super::elementwise::with_op;
 use super::view_or_dup;
+use super::with_op;
 use crate::core::context::Context;
 use crate::core::op::Op;
 use crate::core::tensor::TensorPtr;

@@ -1,7 +1,7 @@
 //! Spatial resampling: pooling and its gradient, upscaling/interpolation, padding (constant,
 //! circular, reflective) and rolling.
 
-use super::misc::set_op;
+use super::set_op;
 use crate::core::context::Context;
 use crate::core::op::Op;
 use crate::core::tensor::TensorPtr;

@@ -2,7 +2,7 @@
 //! broadcasting counterparts: `repeat` tiles a tensor, `repeat_back` sums the tiles again, and
 //! `concat` joins two tensors along one dimension.
 
-use super::elementwise::with_op;
+use super::with_op;
 use crate::core::context::Context;
 use crate::core::op::Op;
 use crate::core::tensor::{MAX_DIMS, TensorPtr};

@@ -2,7 +2,7 @@
 //! gated linear attention and the gated delta net. The recurrent ones return the outputs and
 //! the updated states concatenated in one tensor, which the caller splits with views.
 
-use super::misc::set_op;
+use super::set_op;
 use crate::core::context::Context;
 use crate::core::op::Op;
 use crate::core::tensor::TensorPtr;

@@ -2,8 +2,8 @@
 //! function is `enum ggml_unary_op` in op param 0), plus the ops with their own `ggml_op`
 //! (`leaky_relu`, `silu_back`), and the names graph dumps print for a node.
 
-use super::elementwise::with_op;
 use super::view_or_dup;
+use super::with_op;
 use crate::core::context::Context;
 use crate::core::op::{Op, UnaryOp};
 use crate::core::tensor::{Tensor, TensorPtr};

@@ -5,31 +5,37 @@
 //! thread `params.ith`'s share of `dst` from `dst.src[..]` and `dst.op_params`.
 
 pub mod attention;
-pub mod binary;
 pub mod conv;
 pub mod copy;
 pub mod custom;
+pub mod deepseek;
 pub mod dot;
 #[cfg(target_arch = "x86_64")]
 pub mod dot_avx512;
 pub mod dot_iq;
 pub mod dot_k;
 pub mod dot_small;
+pub mod elementwise;
 pub mod expf;
 pub mod features;
+pub mod glu;
 pub mod loss;
 pub mod matmul;
-pub mod misc;
 pub mod norm;
 pub mod pool;
 pub mod reduce;
 pub mod rope;
+pub mod rows;
+pub mod sequence;
 pub mod simd;
 pub mod softmax;
+pub mod solve;
+pub mod sort;
 pub mod ssm;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod unary;
+pub mod window;
 
 // ---------------------------------------------------------------------------------------------
 // Dispatch: which kernel computes an op, whether it can, and the scratch it needs.
@@ -73,26 +79,26 @@ fn entry(op: Op) -> Option<Entry> {
         Op::CPY => Entry::new(copy::cpy, copy::copy_supports).scratch(copy::copy_work_size),
         Op::CONT => Entry::new(copy::cont, copy::copy_supports).scratch(copy::copy_work_size),
         Op::SET => Entry::new(copy::set, copy::set_supports),
-        Op::GET_ROWS => Entry::new(copy::get_rows, copy::get_rows_supports),
-        Op::GET_ROWS_BACK => Entry::new(copy::get_rows_back, copy::get_rows_back_supports),
-        Op::SET_ROWS => Entry::new(copy::set_rows, copy::set_rows_supports).scratch(set_rows_work_size),
-        Op::DIAG => Entry::new(copy::diag, copy::diag_supports),
-        Op::DIAG_MASK_INF => Entry::new(copy::diag_mask_inf, copy::diag_mask_supports),
-        Op::DIAG_MASK_ZERO => Entry::new(copy::diag_mask_zero, copy::diag_mask_supports),
+        Op::GET_ROWS => Entry::new(rows::get_rows, rows::get_rows_supports),
+        Op::GET_ROWS_BACK => Entry::new(rows::get_rows_back, rows::get_rows_back_supports),
+        Op::SET_ROWS => Entry::new(rows::set_rows, rows::set_rows_supports).scratch(set_rows_work_size),
+        Op::DIAG => Entry::new(rows::diag, rows::diag_supports),
+        Op::DIAG_MASK_INF => Entry::new(softmax::diag_mask_inf, softmax::diag_mask_supports),
+        Op::DIAG_MASK_ZERO => Entry::new(softmax::diag_mask_zero, softmax::diag_mask_supports),
 
-        Op::ADD => Entry::new(binary::add, binary::binary_supports).scratch(binary::add_work_size),
-        Op::SUB => Entry::new(binary::sub, binary::binary_supports),
-        Op::MUL => Entry::new(binary::mul, binary::binary_supports),
-        Op::DIV => Entry::new(binary::div, binary::binary_supports),
-        Op::ADD1 => Entry::new(binary::add1, binary::add1_supports).scratch(binary::add_work_size),
-        Op::ACC => Entry::new(binary::acc, binary::acc_supports).scratch(acc_work_size),
-        Op::ADD_ID => Entry::new(binary::add_id, binary::add_id_supports).scratch(binary::add_work_size),
-        Op::SCALE => Entry::new(binary::scale, binary::scale_supports),
-        Op::CLAMP => Entry::new(binary::clamp, binary::map_supports),
-        Op::LEAKY_RELU => Entry::new(binary::leaky_relu, binary::map_supports),
-        Op::FILL => Entry::new(binary::fill, binary::fill_supports),
-        Op::TRI => Entry::new(binary::tri, binary::tri_supports),
-        Op::SILU_BACK => Entry::new(binary::silu_back, binary::silu_back_supports),
+        Op::ADD => Entry::new(elementwise::add, elementwise::binary_supports).scratch(elementwise::add_work_size),
+        Op::SUB => Entry::new(elementwise::sub, elementwise::binary_supports),
+        Op::MUL => Entry::new(elementwise::mul, elementwise::binary_supports),
+        Op::DIV => Entry::new(elementwise::div, elementwise::binary_supports),
+        Op::ADD1 => Entry::new(elementwise::add1, elementwise::add1_supports).scratch(elementwise::add_work_size),
+        Op::ACC => Entry::new(elementwise::acc, elementwise::acc_supports).scratch(acc_work_size),
+        Op::ADD_ID => Entry::new(elementwise::add_id, elementwise::add_id_supports).scratch(elementwise::add_work_size),
+        Op::SCALE => Entry::new(elementwise::scale, elementwise::scale_supports),
+        Op::CLAMP => Entry::new(elementwise::clamp, elementwise::map_supports),
+        Op::LEAKY_RELU => Entry::new(elementwise::leaky_relu, elementwise::map_supports),
+        Op::FILL => Entry::new(elementwise::fill, elementwise::fill_supports),
+        Op::TRI => Entry::new(elementwise::tri, elementwise::tri_supports),
+        Op::SILU_BACK => Entry::new(elementwise::silu_back, elementwise::silu_back_supports),
 
         Op::SQR => Entry::new(unary::sqr, unary::math_supports),
         Op::SQRT => Entry::new(unary::sqrt, unary::math_supports),
@@ -100,7 +106,7 @@ fn entry(op: Op) -> Option<Entry> {
         Op::SIN => Entry::new(unary::sin, unary::math_supports),
         Op::COS => Entry::new(unary::cos, unary::math_supports),
         Op::UNARY => Entry::new(unary::unary, unary::unary_supports),
-        Op::GLU => Entry::new(unary::glu, unary::glu_supports),
+        Op::GLU => Entry::new(glu::glu, glu::glu_supports),
 
         Op::NORM => Entry::new(norm::norm, norm::norm_supports),
         Op::RMS_NORM => Entry::new(norm::rms_norm, norm::rms_norm_supports),
@@ -155,20 +161,20 @@ fn entry(op: Op) -> Option<Entry> {
         Op::REPEAT_BACK => Entry::new(reduce::repeat_back, reduce::repeat_back_supports),
         Op::CONCAT => Entry::new(reduce::concat, reduce::concat_supports),
 
-        Op::ARANGE => Entry::new(misc::arange, misc::arange_supports),
-        Op::TIMESTEP_EMBEDDING => Entry::new(misc::timestep_embedding, misc::timestep_embedding_supports),
-        Op::ARGSORT => Entry::new(misc::argsort, misc::argsort_supports),
-        Op::TOP_K => Entry::new(misc::top_k, misc::top_k_supports).scratch(misc::top_k_work_size),
-        Op::WIN_PART => Entry::new(misc::win_part, misc::win_supports),
-        Op::WIN_UNPART => Entry::new(misc::win_unpart, misc::win_supports),
-        Op::GET_REL_POS => Entry::new(misc::get_rel_pos, misc::get_rel_pos_supports),
-        Op::ADD_REL_POS => Entry::new(misc::add_rel_pos, misc::add_rel_pos_supports),
-        Op::SOLVE_TRI => Entry::new(misc::solve_tri, misc::solve_tri_supports),
-        Op::LIGHTNING_INDEXER => Entry::new(misc::lightning_indexer, misc::lightning_indexer_supports)
-            .scratch(misc::lightning_indexer_work_size),
-        Op::DSV4_HC_COMB => Entry::new(misc::dsv4_hc_comb, misc::dsv4_hc_supports),
-        Op::DSV4_HC_PRE => Entry::new(misc::dsv4_hc_pre, misc::dsv4_hc_supports),
-        Op::DSV4_HC_POST => Entry::new(misc::dsv4_hc_post, misc::dsv4_hc_supports),
+        Op::ARANGE => Entry::new(sequence::arange, sequence::arange_supports),
+        Op::TIMESTEP_EMBEDDING => Entry::new(sequence::timestep_embedding, sequence::timestep_embedding_supports),
+        Op::ARGSORT => Entry::new(sort::argsort, sort::argsort_supports),
+        Op::TOP_K => Entry::new(sort::top_k, sort::top_k_supports).scratch(sort::top_k_work_size),
+        Op::WIN_PART => Entry::new(window::win_part, window::win_supports),
+        Op::WIN_UNPART => Entry::new(window::win_unpart, window::win_supports),
+        Op::GET_REL_POS => Entry::new(window::get_rel_pos, window::get_rel_pos_supports),
+        Op::ADD_REL_POS => Entry::new(window::add_rel_pos, window::add_rel_pos_supports),
+        Op::SOLVE_TRI => Entry::new(solve::solve_tri, solve::solve_tri_supports),
+        Op::LIGHTNING_INDEXER => Entry::new(deepseek::lightning_indexer, deepseek::lightning_indexer_supports)
+            .scratch(deepseek::lightning_indexer_work_size),
+        Op::DSV4_HC_COMB => Entry::new(deepseek::dsv4_hc_comb, deepseek::dsv4_hc_supports),
+        Op::DSV4_HC_PRE => Entry::new(deepseek::dsv4_hc_pre, deepseek::dsv4_hc_supports),
+        Op::DSV4_HC_POST => Entry::new(deepseek::dsv4_hc_post, deepseek::dsv4_hc_supports),
 
         Op::SSM_CONV => Entry::new(ssm::ssm_conv, ssm::ssm_conv_supports),
         Op::SSM_SCAN => Entry::new(ssm::ssm_scan, ssm::ssm_scan_supports),
@@ -425,7 +431,7 @@ mod dispatch_tests {
     /// Builds one node of each of many ops over the same inputs.
     fn many_ops(c: &mut Context) -> Vec<TensorPtr> {
         use crate::core::op::UnaryOp;
-        use crate::core::ops::{misc, norm as nm, pool as pl, reduce, rows, shape, unary as un};
+        use crate::core::ops::{norm as nm, pool as pl, reduce, rows, shape, sort as st, unary as un};
         let mut seed = 0x2545_f491_u32;
         let mut next = move || {
             seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
@@ -471,7 +477,7 @@ mod dispatch_tests {
             shape::cast(c, x, Type::F16),
             shape::cont(c, xt),
             pl::pad(c, x, 1, 2, 0, 0),
-            misc::argsort(c, x, misc::SortOrder::DESC),
+            st::argsort(c, x, st::SortOrder::DESC),
             mm::mul_mat(c, x, y),
         ]
     }

@@ -10,6 +10,7 @@ use super::norm::{RowMath, row_index, row_ptr, source, use_avx2};
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
+use crate::cpu::kernels::copy::{extents, row_addr, src};
 use crate::cpu::kernels::simd;
 use crate::quants::half::fp16_to_fp32;
 
@@ -335,6 +336,63 @@ pub fn soft_max_back(params: &ComputeParams, dst: TensorPtr) {
     }
 }
 
+/// Whether [`diag_mask_inf`] / [`diag_mask_zero`] cover `node`.
+pub fn diag_mask_supports(node: &Tensor) -> bool {
+    // SAFETY: graph nodes' sources are null or live tensors.
+    let Some(a) = (unsafe { node.src[0].as_ref() }) else { return false };
+    a.type_ == Type::F32
+        && node.type_ == Type::F32
+        && a.nb[0] == 4
+        && node.nb[0] == 4
+        && node.op_params[0] >= 0
+        && (a.data == node.data || (a.is_contiguous() && node.is_contiguous()))
+}
+
+/// `GGML_OP_DIAG_MASK_INF`: elements above the diagonal shifted right by `n_past`
+/// (op_params[0]) become -inf.
+pub fn diag_mask_inf(params: &ComputeParams, dst: TensorPtr) {
+    diag_mask(params, dst, f32::NEG_INFINITY);
+}
+
+/// `GGML_OP_DIAG_MASK_ZERO`: as [`diag_mask_inf`], with zeros.
+pub fn diag_mask_zero(params: &ComputeParams, dst: TensorPtr) {
+    diag_mask(params, dst, 0.0);
+}
+
+fn diag_mask(params: &ComputeParams, dst: TensorPtr, value: f32) {
+    let a = src(dst, 0);
+    let n_past = dst.op_params[0];
+    crate::ggml_assert!(n_past >= 0, "{}: n_past {} < 0", dst.op.name(), n_past);
+    crate::ggml_assert!(a.type_ == Type::F32 && dst.type_ == Type::F32, "{}: only f32", dst.op.name());
+    crate::ggml_assert!(a.nb[0] == 4 && dst.nb[0] == 4, "{}: rows must be packed", dst.op.name());
+    if a.data != dst.data {
+        if params.ith == 0 {
+            crate::ggml_assert!(
+                a.is_contiguous() && dst.is_contiguous(),
+                "{}: tensors must be contiguous",
+                dst.op.name()
+            );
+            // SAFETY: two contiguous tensors of the same size (the op keeps the shape).
+            unsafe { std::ptr::copy(a.data.cast::<u8>(), dst.data.cast::<u8>(), dst.nbytes()) };
+        }
+        params.barrier();
+    }
+    let n_past = n_past as usize;
+    let ne = extents(&dst);
+    for i3 in 0..ne[3] {
+        for i2 in 0..ne[2] {
+            for j in (params.ith..ne[1]).step_by(params.nth.max(1)) {
+                let row = row_addr(&dst, [j, i2, i3]).cast::<f32>();
+                for i in (n_past + j + 1).max(n_past)..ne[0] {
+                    // SAFETY: element i < ne0 of an in-bounds row of `dst`; rows j are split
+                    // between threads.
+                    unsafe { *row.add(i) = value };
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,5 +505,37 @@ mod tests {
             }
             assert!(nmse(&values(t), &want) < 1e-12);
         }
+    }
+
+    #[test]
+    fn causal_masks() {
+        for_each_team(|nth, use_ref| {
+            let mut c = ctx();
+            for inplace in [false, true] {
+                let x = c.new_tensor(Type::F32, &[5, 3, 2]);
+                put(x, |i| i as f64);
+                let r = ops::diag_mask_inf_impl(&mut c, x, 1, inplace);
+                assert!(diag_mask_supports(&r));
+                run(&mut c, r, diag_mask_inf, nth, 0, use_ref);
+                let got = values(r);
+                for (k, &v) in got.iter().enumerate() {
+                    let (i, j) = (k % 5, (k / 5) % 3);
+                    if i > 1 + j {
+                        assert_eq!(v, f64::NEG_INFINITY);
+                    } else {
+                        assert_eq!(v, k as f64);
+                    }
+                }
+                let y = c.new_tensor(Type::F32, &[5, 3]);
+                put(y, |i| i as f64 + 1.0);
+                let r = ops::diag_mask_zero_impl(&mut c, y, 0, inplace);
+                run(&mut c, r, diag_mask_zero, nth, 0, use_ref);
+                let got = values(r);
+                for (k, &v) in got.iter().enumerate() {
+                    let (i, j) = (k % 5, k / 5);
+                    assert_eq!(v, if i > j { 0.0 } else { k as f64 + 1.0 });
+                }
+            }
+        });
     }
 }

@@ -1,24 +1,5 @@
-//! The functions of the reference's private `ggml-impl.h` that libggml-base exports and that
-//! some downstreams call: the default log sink and the backtrace printer.
-
-use std::ffi::{c_char, c_void};
-
-use crate::core::log;
-
-/// `ggml_log_callback_default`: the text as is, to stderr.
-///
-/// # Safety
-/// `text` must be a NUL-terminated string.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn ggml_log_callback_default(level: log::RawLevel, text: *const c_char, user_data: *mut c_void) {
-    // SAFETY: the caller's contract is the sink's.
-    unsafe { log::log_to_stderr(level, text, user_data) }
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn ggml_print_backtrace() {
-    log::print_backtrace();
-}
+//! The process-wide lock of `ggml_critical_section_start`/`_end`, and the mutex itself, which
+//! the reference's libggml-base exports as `ggml_critical_section_mutex` (ggml-impl.h).
 
 /// `ggml_critical_section_mutex`: the process-wide lock that backends take around one-time
 /// initialisation, exported under the reference's name as the `std::mutex` it is there (a
