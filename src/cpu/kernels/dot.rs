@@ -102,10 +102,10 @@ impl Path {
         #[cfg(target_arch = "x86_64")]
         {
             let vbmi = !T::AVX512_VBMI || super::features::features().avx512vbmi;
-            if simd && T::AVX512_COLS > 0 && super::features::has_avx512() && vbmi {
+            if simd && T::AVX512_COLS > 0 && super::features::features().has_avx512() && vbmi {
                 return Path(Kind::Avx512);
             }
-            if simd && simd::has_avx2() {
+            if simd && super::features::features().has_avx2_fma() {
                 return Path(Kind::Avx2);
             }
         }
@@ -716,7 +716,7 @@ pub fn quantize_row_q8_0(x: &[f32], y: &mut [BlockQ8_0]) {
     check_blocks(x.len(), y.len());
     #[cfg(target_arch = "x86_64")]
     {
-        if simd::has_avx2() {
+        if super::features::features().has_avx2_fma() {
             for (blk, v) in y.iter_mut().zip(x.chunks_exact(32)) {
                 // SAFETY: AVX2 was checked; `v` holds 32 values.
                 let (d, qs, _) = unsafe { avx2::quantize_block_q8(v) };
@@ -734,7 +734,7 @@ pub fn quantize_row_q8_1(x: &[f32], y: &mut [BlockQ8_1]) {
     check_blocks(x.len(), y.len());
     #[cfg(target_arch = "x86_64")]
     {
-        if simd::has_avx2() {
+        if super::features::features().has_avx2_fma() {
             for (blk, v) in y.iter_mut().zip(x.chunks_exact(32)) {
                 // SAFETY: AVX2 was checked; `v` holds 32 values.
                 let (d, qs, s) = unsafe { avx2::quantize_block_q8(v) };
@@ -1533,7 +1533,7 @@ mod tests {
 
     #[test]
     fn simd_tiles_sum_as_ggml_does() {
-        if !simd::has_avx2() {
+        if !crate::cpu::kernels::features::features().has_avx2_fma() {
             return;
         }
         check_lane_chains::<BlockQ4_0>(q8_0);

@@ -709,7 +709,7 @@ mod tests {
 
     #[test]
     fn float_tiles_match_scalar_and_avx2() {
-        if !crate::cpu::kernels::features::has_avx512() {
+        if !crate::cpu::kernels::features::features().has_avx512() {
             return;
         }
         for n in [1usize, 7, 16, 17, 31, 32, 33, 64, 100, 257] {
@@ -726,7 +726,7 @@ mod tests {
     /// head), the products must not, to the bit.
     #[test]
     fn float_products_do_not_depend_on_where_the_rows_lie() {
-        if !crate::cpu::kernels::features::has_avx512() {
+        if !crate::cpu::kernels::features::features().has_avx512() {
             return;
         }
         fn at_every_offset<T: Copy>(
@@ -776,7 +776,7 @@ mod tests {
     /// another order shows in the result.
     #[test]
     fn bf16_vec_dot_sums_as_ggml_does() {
-        if !(crate::cpu::kernels::features::has_avx512() && features().avx512bf16) {
+        if !(crate::cpu::kernels::features::features().has_avx512() && features().avx512bf16) {
             return;
         }
         let n = 64 * 50 + 37;
@@ -811,7 +811,7 @@ mod tests {
     #[test]
     fn bf16_dot_pairs_and_widening_agree() {
         let f = features();
-        if !(crate::cpu::kernels::features::has_avx512() && f.avx512bf16) {
+        if !(crate::cpu::kernels::features::features().has_avx512() && f.avx512bf16) {
             return;
         }
         let to_bf = |v: Vec<f32>| v.into_iter().map(fp32_to_bf16).collect::<Vec<_>>();

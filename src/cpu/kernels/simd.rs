@@ -18,25 +18,12 @@
 
 use crate::quants::half::Bf16;
 
-/// Whether the AVX2 paths may run on this processor (asked once, then cached).
-#[inline]
-pub fn has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        super::features::features().has_avx2_fma()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// Runs the AVX2 version of a helper when the processor has it, the scalar one otherwise.
 macro_rules! dispatch {
     ($name:ident($($arg:expr),*)) => {{
         #[cfg(target_arch = "x86_64")]
         {
-            if has_avx2() {
+            if super::features::features().has_avx2_fma() {
                 // SAFETY: the processor supports AVX2, FMA and F16C (checked just above).
                 return unsafe { avx2::$name($($arg),*) };
             }
@@ -187,7 +174,8 @@ pub mod scalar {
 /// The AVX2 versions, plus the register-level pieces other kernels build on (loads of 8
 /// values of each float format, horizontal sums).
 ///
-/// Every function here requires AVX2, FMA and F16C: call them only after [`has_avx2`] said
+/// Every function here requires AVX2, FMA and F16C: call them only after
+/// [`Features::has_avx2_fma`](crate::cpu::kernels::features::Features::has_avx2_fma) said
 /// yes (calling them is `unsafe` outside functions with the same target features).
 #[cfg(target_arch = "x86_64")]
 pub mod avx2 {

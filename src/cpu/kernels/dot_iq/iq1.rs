@@ -526,7 +526,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn bit_deposits_and_plain_indices_agree() {
-        if !crate::cpu::kernels::simd::has_avx2() || !features().bmi2 {
+        if !crate::cpu::kernels::features::features().has_avx2_fma() || !features().bmi2 {
             return;
         }
         let n = 1024;
