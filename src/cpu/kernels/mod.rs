@@ -10,11 +10,6 @@ pub mod conv;
 pub mod copy;
 pub mod custom;
 pub mod dot;
-#[cfg(target_arch = "x86_64")]
-pub mod dot_avx512;
-pub mod dot_iq;
-pub mod dot_k;
-pub mod dot_small;
 pub mod expf;
 pub mod features;
 pub mod loss;
@@ -30,6 +25,8 @@ pub mod ssm;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod unary;
+#[cfg(target_arch = "x86_64")]
+pub mod x86;
 
 // ---------------------------------------------------------------------------------------------
 // Dispatch: which kernel computes an op, whether it can, and the scratch it needs.

@@ -83,7 +83,7 @@ pub(super) mod avx2 {
     use std::arch::x86_64::*;
 
     use crate::cpu::kernels::expf::exp8;
-    use crate::cpu::kernels::simd::avx2::{hsum, load_f32};
+    use crate::cpu::kernels::x86::avx2::{hsum, load_f32};
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) fn max_of(x: &[f32]) -> f32 {
@@ -131,7 +131,7 @@ pub(super) mod avx2 {
             unsafe {
                 let m = match mask {
                     super::MaskRow::F32(m) => load_f32(m.as_ptr().add(i)),
-                    super::MaskRow::F16(m) => crate::cpu::kernels::simd::avx2::load_f16(m.as_ptr().add(i)),
+                    super::MaskRow::F16(m) => crate::cpu::kernels::x86::avx2::load_f16(m.as_ptr().add(i)),
                 };
                 let v = _mm256_fmadd_ps(k, m, _mm256_mul_ps(load_f32(py.add(i)), s));
                 _mm256_storeu_ps(py.add(i), v);

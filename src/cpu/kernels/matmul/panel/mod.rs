@@ -1,6 +1,6 @@
 //! Batched products over decoded weight panels, on AVX-512 VNNI processors.
 //!
-//! The dot-product tiles of `dot_avx512` hold several values of one weight row per register:
+//! The dot-product tiles of `x86::avx512` hold several values of one weight row per register:
 //! every register of products ends in a horizontal sum (floats) or in a conversion and an FMA
 //! per block pair (blocks), and every tile decodes its weights again. Here each thread first
 //! decodes a panel of 16 weight rows into a layout where one register holds the same values

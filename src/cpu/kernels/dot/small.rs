@@ -12,7 +12,7 @@
 //! NVFP4, Q1_0 and Q2_0 blocks span several Q8_0 blocks: their activation unit is that many
 //! Q8_0 blocks in a row. The scalar references follow ggml's generic `ggml_vec_dot_*`
 //! arithmetic. The AVX2 tiles decode 32 weights at a time to signed bytes and use the tiles
-//! of [`super::dot_iq::engine`]; the ternary formats keep their unsigned codes (value + 1) in
+//! of [`byte_tiles`](crate::cpu::kernels::x86::byte_tiles); the ternary formats keep their unsigned codes (value + 1) in
 //! the byte products and take the activations' block sums off once per block, as ggml does.
 
 use crate::core::types::Type;
@@ -22,8 +22,8 @@ use crate::quants::low_bit::{BlockQ1_0, BlockQ2_0};
 use crate::quants::q8::BlockQ8_0;
 use crate::quants::ternary::{BlockTq1_0, BlockTq2_0};
 
-use super::dot::VecDot;
-use super::dot_iq::{Whole, whole_dot};
+use super::VecDot;
+use super::whole::{Whole, whole_dot};
 
 /// Signed byte `i` of a quant array.
 #[inline]
@@ -106,7 +106,7 @@ unsafe impl VecDot for BlockTq1_0 {
         unsafe { avx2::tq1_0(x, y) }
     }
 
-    const AVX512_COLS: usize = super::dot::MAX_WIDE_COLS;
+    const AVX512_COLS: usize = super::MAX_WIDE_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
@@ -132,7 +132,7 @@ unsafe impl VecDot for BlockTq2_0 {
         unsafe { avx2::tq2_0(x, y) }
     }
 
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::BLOCK_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
@@ -231,7 +231,7 @@ unsafe impl VecDot for BlockQ1_0 {
         unsafe { avx2::q1_0(x, y) }
     }
 
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::BLOCK_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(
@@ -274,11 +274,11 @@ unsafe impl VecDot for BlockQ2_0 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::dot_iq::engine::{
+    use super::*;
+    use crate::cpu::kernels::x86::byte_tiles::{
         half, half8, load16, load32, lookup16, nibbles, q8_0_tile, q8k_offset_tile, q8k_offset_vnni_tile, raised16,
         signs_from_bits,
     };
-    use super::*;
 
     /// Each byte times 3 (mod 256), as two byte additions. (Hidden from the optimizer behind
     /// an empty `asm!`: it otherwise folds the chains of these into multiplications by 9, 27
@@ -475,8 +475,8 @@ mod avx512 {
 
     use super::*;
     use crate::cpu::kernels::dot::prefetch_next_tile;
-    use crate::cpu::kernels::dot_avx512::{bytes_pair, pair_scales, sums as lane_sums};
-    use crate::cpu::kernels::dot_iq::engine::half;
+    use crate::cpu::kernels::x86::avx512::{bytes_pair, pair_scales, sums as lane_sums};
+    use crate::cpu::kernels::x86::byte_tiles::half;
 
     /// A Q1_0 block's bits become bytes 2 (set, +1) or 0 (clear, −1); with sums started from
     /// −Σy they give Σ(2b−1)·y. The four Q8_0 blocks of a column's unit go two to a register,
@@ -574,7 +574,7 @@ mod avx512 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::dot_iq::test_support::{check_rows, q8_0, q8_k, quantized, random, values};
+    use super::super::test_support::{check_rows, q8_0, q8_k, quantized, random, values};
     use super::*;
     use crate::quants::half::Half;
 

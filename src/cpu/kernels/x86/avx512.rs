@@ -1,4 +1,4 @@
-//! AVX-512 tiles of the float formats: the [`VecDot`](super::dot::VecDot) products of up to 4
+//! AVX-512 tiles of the float formats: the [`VecDot`](crate::cpu::kernels::dot::VecDot) products of up to 4
 //! weight rows by [`FLOAT_COLS`] activation rows, with 16-lane vectors and the 32 vector
 //! registers that AVX-512 brings (the AVX2 tiles stop at 4×2).
 //!
@@ -19,7 +19,7 @@
 //! streamed from memory, one thread, µs, AVX2 → these: Q4_0 9347 → 6295, Q4_1 11581 → 7678,
 //! Q5_0 13208 → 7748, Q8_0 10643 → 9469; ggml 13104–19816).
 //!
-//! Every function here needs [`has_avx512`](super::features::Features::has_avx512) (and AVX2,
+//! Every function here needs [`has_avx512`](crate::cpu::kernels::features::Features::has_avx512) (and AVX2,
 //! FMA, F16C, which such processors have); the callers check it.
 
 use std::arch::x86_64::*;
@@ -34,7 +34,7 @@ use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 /// vector fill 29 of the 32 registers (tinyBLAS's shape).
 pub const FLOAT_COLS: usize = 6;
 /// Activation rows per block tile (the lane tiles here, the small formats' in
-/// [`super::dot_small`]): the accumulators, the weights' levels and scales, and one activation
+/// `dot::small`): the accumulators, the weights' levels and scales, and one activation
 /// block's levels, scale and offset correction.
 pub const BLOCK_COLS: usize = 4;
 
@@ -46,7 +46,7 @@ pub const BLOCK_COLS: usize = 4;
 #[allow(clippy::needless_range_loop)]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub(super) fn sums<const R: usize, const C: usize>(acc: &[[__m512; C]; R]) -> [[f32; C]; R] {
+pub(crate) fn sums<const R: usize, const C: usize>(acc: &[[__m512; C]; R]) -> [[f32; C]; R] {
     let mut out = [[0.0f32; C]; R];
     if R == 4 && C <= 8 {
         // each column's four sums in a quarter, columns 0-3 in `low` and 4-7 in `high`, then
@@ -333,7 +333,7 @@ fn two_halves(a: Half, b: Half) -> __m128 {
 /// Lanes 0..7 from `a`, lanes 8..15 from `b`.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub(super) fn pair_scales(a: Half, b: Half) -> __m512 {
+pub(crate) fn pair_scales(a: Half, b: Half) -> __m512 {
     let index = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     _mm512_permutexvar_ps(index, _mm512_castps128_ps512(two_halves(a, b)))
 }
@@ -341,7 +341,7 @@ pub(super) fn pair_scales(a: Half, b: Half) -> __m512 {
 /// The 32 byte levels of block b and (when there is one) b + 1.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub(super) fn bytes_pair(a: &[u8; 32], b: Option<&[u8; 32]>) -> __m512i {
+pub(crate) fn bytes_pair(a: &[u8; 32], b: Option<&[u8; 32]>) -> __m512i {
     // SAFETY: each array holds the 32 bytes read.
     let lo = unsafe { _mm256_loadu_si256(a.as_ptr().cast()) };
     // SAFETY: as above.
@@ -353,7 +353,7 @@ pub(super) fn bytes_pair(a: &[u8; 32], b: Option<&[u8; 32]>) -> __m512i {
 /// low nibbles (values 0..15), then the high nibbles (values 16..31).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub(super) fn nibbles_pair(a: &[u8; 16], b: Option<&[u8; 16]>) -> __m512i {
+pub(crate) fn nibbles_pair(a: &[u8; 16], b: Option<&[u8; 16]>) -> __m512i {
     // SAFETY: each array holds the 16 bytes read.
     let lo = unsafe { _mm_loadu_si128(a.as_ptr().cast()) };
     // SAFETY: as above.
@@ -368,7 +368,7 @@ pub(super) fn nibbles_pair(a: &[u8; 16], b: Option<&[u8; 16]>) -> __m512i {
 /// The 5-bit levels `nibble | bit·16` of block b and (when there is one) b + 1.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub(super) fn five_bit_pair(a: (&[u8; 16], [u8; 4]), b: Option<(&[u8; 16], [u8; 4])>) -> __m512i {
+pub(crate) fn five_bit_pair(a: (&[u8; 16], [u8; 4]), b: Option<(&[u8; 16], [u8; 4])>) -> __m512i {
     // Bit j of qh is the fifth bit of value j: byte j of the pair, or byte 32 + j for b + 1.
     let high = u64::from(u32::from_le_bytes(a.1)) | (b.map_or(0, |b| u64::from(u32::from_le_bytes(b.1))) << 32);
     let sixteens = _mm512_maskz_mov_epi8(high, _mm512_set1_epi8(0x10));
@@ -637,7 +637,7 @@ mod tests {
     use crate::cpu::kernels::features::features;
     use crate::quants::half::{bf16_to_fp32, fp32_to_bf16, fp32_to_fp16};
 
-    use crate::cpu::kernels::dot_iq::test_support::values;
+    use crate::cpu::kernels::dot::test_support::values;
 
     fn bytes<T>(v: &[T]) -> &[u8] {
         // SAFETY (test): the formats are plain data; the view covers the same memory.

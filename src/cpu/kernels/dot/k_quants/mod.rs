@@ -18,7 +18,7 @@
 //! `maddubs` multiplies them with the signed activations, and decode each weight super-block once
 //! for all the activation rows of the tile.
 
-use super::dot::VecDot;
+use super::VecDot;
 use crate::core::types::Type;
 use crate::quants::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, QK_K, scale_min};
 

@@ -1,6 +1,8 @@
 //! Dot products between a weight row and an activation row (ggml's `vec_dot`), one
 //! implementation per weight format, each paired with the format its activations are
-//! converted to (its `vec_dot_type`):
+//! converted to (its `vec_dot_type`). The files follow `crate::quants`, one per format
+//! family, each with the family's scalar reference and its SIMD tiles side by side; the x86
+//! building blocks several families share are in [`x86`](super::x86).
 //!
 //! | weight | activations | per block |
 //! |--------|-------------|-----------|
@@ -12,6 +14,17 @@
 //! | Q5_0   | Q8_0        | `dx·dy·Σ (qx-16)·qy` |
 //! | Q5_1   | Q8_1        | `dx·dy·Σ qx·qy + mx·sy` |
 //! | Q8_0   | Q8_0        | `dx·dy·Σ qx·qy` |
+//! | TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0, Q2_0 | see `small` | |
+//! | IQ4_NL  | Q8_0        | `dx·dy·Σ L[q]·qy` over 16 fixed levels L |
+//! | IQ4_XS  | Q8_K        | `dx·dy·Σ (s-32)·Σ L[q]·qy`, a 6-bit scale s per 32 |
+//! | IQ3_S   | Q8_K        | `dx·dy·Σ (2s+1)·Σ ±g·qy`, g from a 512-point grid of 4 |
+//! | IQ3_XXS | Q8_K        | `dx·dy/4·Σ (2s+1)·Σ ±g·qy`, 256-point grid of 4 |
+//! | IQ2_S   | Q8_K        | `dx·dy/8·Σ (2s+1)·Σ ±g·qy`, 1024-point grid of 8 |
+//! | IQ2_XS  | Q8_K        | same, 512-point grid, 7 stored signs of 8 |
+//! | IQ2_XXS | Q8_K        | same, 256-point grid, a scale per 32 |
+//! | IQ1_S   | Q8_K        | `dx·dy/8·Σ (2s+1)·Σ (8g±1)·qy`, g in -1..1 from a 2048-point grid |
+//! | IQ1_M   | Q8_K        | same, a shift sign per 8 and a scale per 16 |
+//! | Q2_K..Q6_K | Q8_K     | see `k_quants` |
 //!
 //! Besides the single product, every format computes a small tile: up to [`MAX_ROWS`] weight
 //! rows against up to [`MAX_COLS`] activation rows in one pass, so that a matrix product
@@ -19,8 +32,16 @@
 //! for several rows. The scalar path is the reference; the AVX2 path is chosen at run time,
 //! and on processors with AVX-VNNI the integer tiles sum byte products with `vpdpbusd`
 //! (the same sums, so the same results). The SIMD tiles of the 32-value block formats (AVX2,
-//! and `dot_avx512`'s lane tiles) sum as ggml's x86 builds do, in eight lane chains, so their
+//! and the AVX-512 lane tiles) sum as ggml's x86 builds do, in eight lane chains, so their
 //! results are ggml's bit for bit.
+//!
+//! The I-quants' scalar references follow ggml's generic `ggml_vec_dot_*` arithmetic
+//! (whole-integer sums per sub-block, scaled in `f32`, see [`whole`]). Their AVX2 tiles decode
+//! each 32 weights to signed bytes: fixed levels through a `pshufb` table, grid points by
+//! loading their precomputed bytes ([`grids`]), signs by spreading bits to bytes. For the
+//! 1-bit formats the ±1/8 shift is folded into the bytes (8g±1), which keeps the sums whole.
+//! Where the processor has AVX512-VBMI, the 2- and 3-bit grids are read from registers, or
+//! loaded point by point from a vector of indices, instead.
 //!
 //! [`quantize_row_q8_0`] and [`quantize_row_q8_1`] convert activations: they produce the bytes
 //! of ggml's CPU quantizers on x86 (scale `127/amax`, rounding half to even), on both paths.
@@ -34,7 +55,18 @@ use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
-use super::simd;
+use crate::cpu::kernels::simd;
+
+pub(crate) mod grids;
+mod iq1;
+mod iq2;
+mod iq3;
+mod iq4;
+mod k_quants;
+mod small;
+#[cfg(test)]
+pub(crate) mod test_support;
+pub(crate) mod whole;
 
 /// The most weight rows a tile covers.
 pub const MAX_ROWS: usize = 4;
@@ -77,7 +109,7 @@ pub(crate) fn prefetch_next_tile<T, const R: usize>(x: &[&[T]; R], i: usize, uni
     for row in x {
         let next = row.as_ptr().wrapping_add(i).cast::<u8>().wrapping_offset(ahead);
         // steps back to back then leave no line out
-        super::simd::prefetch_lines(next, units * size_of::<T>(), super::simd::Cache::L2);
+        simd::prefetch_lines(next, units * size_of::<T>(), simd::Cache::L2);
     }
 }
 
@@ -101,11 +133,11 @@ impl Path {
     pub fn of<T: VecDot>(simd: bool) -> Path {
         #[cfg(target_arch = "x86_64")]
         {
-            let vbmi = !T::AVX512_VBMI || super::features::features().avx512vbmi;
-            if simd && T::AVX512_COLS > 0 && super::features::features().has_avx512() && vbmi {
+            let vbmi = !T::AVX512_VBMI || crate::cpu::kernels::features::features().avx512vbmi;
+            if simd && T::AVX512_COLS > 0 && crate::cpu::kernels::features::features().has_avx512() && vbmi {
                 return Path(Kind::Avx512);
             }
-            if simd && super::features::features().has_avx2_fma() {
+            if simd && crate::cpu::kernels::features::features().has_avx2_fma() {
                 return Path(Kind::Avx2);
             }
         }
@@ -159,7 +191,7 @@ pub unsafe trait VecDot: Copy + 'static {
     ///
     /// # Safety
     /// The processor supports AVX2, FMA, F16C and the AVX-512 subsets of
-    /// [`Features::has_avx512`](super::features::Features::has_avx512), and VBMI where
+    /// [`Features::has_avx512`](crate::cpu::kernels::features::Features::has_avx512), and VBMI where
     /// `AVX512_VBMI` says so.
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[Self::Rhs]; C]) -> [[f32; C]; R] {
@@ -266,27 +298,27 @@ unsafe impl VecDot for f32 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::FLOAT_COLS;
+    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::FLOAT_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f32]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::f32_tile(x, y) }
+        unsafe { crate::cpu::kernels::x86::avx512::f32_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f32]; C]) -> [[f32; C]; R] {
         if R * C == 1 {
             // SAFETY: the caller vouches for AVX2.
-            return [[unsafe { simd::avx2::dot_f32(x[0], y[0]) }; C]; R];
+            return [[unsafe { crate::cpu::kernels::x86::avx2::dot_f32(x[0], y[0]) }; C]; R];
         }
         // SAFETY: the caller vouches for AVX2; the loads stay below n (see `float_tile`), the
         // length of every row.
         unsafe {
             avx2::float_tile::<_, R, C>(
                 x,
-                |r, i| simd::avx2::load_f32(x[r].as_ptr().add(i)),
-                |c, i| simd::avx2::load_f32(y[c].as_ptr().add(i)),
+                |r, i| crate::cpu::kernels::x86::avx2::load_f32(x[r].as_ptr().add(i)),
+                |c, i| crate::cpu::kernels::x86::avx2::load_f32(y[c].as_ptr().add(i)),
                 |r, c, i| simd::scalar::dot_f32(&x[r][i..], &y[c][i..]),
             )
         }
@@ -306,26 +338,26 @@ unsafe impl VecDot for u16 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::FLOAT_COLS;
+    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::FLOAT_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u16]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::f16_tile(x, y) }
+        unsafe { crate::cpu::kernels::x86::avx512::f16_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u16]; C]) -> [[f32; C]; R] {
         if R * C == 1 {
             // SAFETY: the caller vouches for AVX2.
-            return [[unsafe { simd::avx2::dot_f16(x[0], y[0]) }; C]; R];
+            return [[unsafe { crate::cpu::kernels::x86::avx2::dot_f16(x[0], y[0]) }; C]; R];
         }
         // SAFETY: as for f32.
         unsafe {
             avx2::float_tile::<_, R, C>(
                 x,
-                |r, i| simd::avx2::load_f16(x[r].as_ptr().add(i)),
-                |c, i| simd::avx2::load_f16(y[c].as_ptr().add(i)),
+                |r, i| crate::cpu::kernels::x86::avx2::load_f16(x[r].as_ptr().add(i)),
+                |c, i| crate::cpu::kernels::x86::avx2::load_f16(y[c].as_ptr().add(i)),
                 |r, c, i| simd::scalar::dot_f16(&x[r][i..], &y[c][i..]),
             )
         }
@@ -344,12 +376,12 @@ unsafe impl VecDot for Bf16 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::FLOAT_COLS;
+    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::FLOAT_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::bf16_tile(x, y) }
+        unsafe { crate::cpu::kernels::x86::avx512::bf16_tile(x, y) }
     }
 
     /// As ggml's `ggml_vec_dot_bf16` sums them where ggml takes it: for one column, and for
@@ -362,13 +394,13 @@ unsafe impl VecDot for Bf16 {
     /// AVX512-BF16; the tiles otherwise.
     #[cfg(target_arch = "x86_64")]
     unsafe fn column_avx512(x: &[&[Bf16]], y: &[Bf16], out: &mut [f32]) {
-        let pairs = super::features::features().avx512bf16;
+        let pairs = crate::cpu::kernels::features::features().avx512bf16;
         for (row, out) in x.iter().zip(out) {
             // SAFETY: the caller vouches for AVX-512, AVX512-BF16 was checked; rows and
             // column have the same length (`column_on` checked).
             *out = unsafe {
                 if pairs {
-                    super::dot_avx512::bf16_vec_dot(row, y)
+                    crate::cpu::kernels::x86::avx512::bf16_vec_dot(row, y)
                 } else {
                     Self::tile_avx512::<1, 1>(&[row], &[y])[0][0]
                 }
@@ -380,14 +412,14 @@ unsafe impl VecDot for Bf16 {
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
         if R * C == 1 {
             // SAFETY: the caller vouches for AVX2.
-            return [[unsafe { simd::avx2::dot_bf16(x[0], y[0]) }; C]; R];
+            return [[unsafe { crate::cpu::kernels::x86::avx2::dot_bf16(x[0], y[0]) }; C]; R];
         }
         // SAFETY: as for f32.
         unsafe {
             avx2::float_tile::<_, R, C>(
                 x,
-                |r, i| simd::avx2::load_bf16(x[r].as_ptr().add(i)),
-                |c, i| simd::avx2::load_bf16(y[c].as_ptr().add(i)),
+                |r, i| crate::cpu::kernels::x86::avx2::load_bf16(x[r].as_ptr().add(i)),
+                |c, i| crate::cpu::kernels::x86::avx2::load_bf16(y[c].as_ptr().add(i)),
                 |r, c, i| simd::scalar::dot_bf16(&x[r][i..], &y[c][i..]),
             )
         }
@@ -449,12 +481,12 @@ unsafe impl VecDot for BlockQ4_0 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::BLOCK_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::q4_0_lanes(x, y) }
+        unsafe { crate::cpu::kernels::x86::avx512::q4_0_lanes(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -494,12 +526,12 @@ unsafe impl VecDot for BlockQ4_1 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::BLOCK_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::q4_1_lanes(x, y) }
+        unsafe { crate::cpu::kernels::x86::avx512::q4_1_lanes(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -541,12 +573,12 @@ unsafe impl VecDot for BlockQ5_0 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::BLOCK_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::q5_0_lanes(x, y) }
+        unsafe { crate::cpu::kernels::x86::avx512::q5_0_lanes(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -590,12 +622,12 @@ unsafe impl VecDot for BlockQ5_1 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::BLOCK_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_1]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::q5_1_lanes(x, y) }
+        unsafe { crate::cpu::kernels::x86::avx512::q5_1_lanes(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -634,12 +666,12 @@ unsafe impl VecDot for BlockQ8_0 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = super::dot_avx512::BLOCK_COLS;
+    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::BLOCK_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { super::dot_avx512::q8_0_lanes(x, y) }
+        unsafe { crate::cpu::kernels::x86::avx512::q8_0_lanes(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -716,7 +748,7 @@ pub fn quantize_row_q8_0(x: &[f32], y: &mut [BlockQ8_0]) {
     check_blocks(x.len(), y.len());
     #[cfg(target_arch = "x86_64")]
     {
-        if super::features::features().has_avx2_fma() {
+        if crate::cpu::kernels::features::features().has_avx2_fma() {
             for (blk, v) in y.iter_mut().zip(x.chunks_exact(32)) {
                 // SAFETY: AVX2 was checked; `v` holds 32 values.
                 let (d, qs, _) = unsafe { avx2::quantize_block_q8(v) };
@@ -734,7 +766,7 @@ pub fn quantize_row_q8_1(x: &[f32], y: &mut [BlockQ8_1]) {
     check_blocks(x.len(), y.len());
     #[cfg(target_arch = "x86_64")]
     {
-        if super::features::features().has_avx2_fma() {
+        if crate::cpu::kernels::features::features().has_avx2_fma() {
             for (blk, v) in y.iter_mut().zip(x.chunks_exact(32)) {
                 // SAFETY: AVX2 was checked; `v` holds 32 values.
                 let (d, qs, s) = unsafe { avx2::quantize_block_q8(v) };
@@ -753,7 +785,7 @@ pub fn quantize_row_q8_1(x: &[f32], y: &mut [BlockQ8_1]) {
 pub(super) mod avx2 {
     use std::arch::x86_64::*;
 
-    use crate::cpu::kernels::simd::avx2::{hsum, hsum_i32};
+    use crate::cpu::kernels::x86::avx2::{hsum, hsum_i32};
     use crate::quants::half::Half;
 
     /// A binary16 scale as `f32`.
@@ -894,7 +926,7 @@ macro_rules! int8_tiles {
             use std::arch::x86_64::*;
 
             use super::avx2::scale;
-            use crate::cpu::kernels::simd::avx2::hsum;
+            use crate::cpu::kernels::x86::avx2::hsum;
             use crate::quants::half::Half;
 
             /// Sums of four products of unsigned bytes of `a` with signed bytes of `b`, per

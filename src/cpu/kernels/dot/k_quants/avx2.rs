@@ -13,7 +13,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::cpu::kernels::simd::avx2::hsum;
+use crate::cpu::kernels::x86::avx2::hsum;
 use crate::quants::half::Half;
 use crate::quants::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, QK_K};
 
