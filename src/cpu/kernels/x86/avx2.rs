@@ -9,7 +9,7 @@
 use std::arch::x86_64::*;
 
 use crate::cpu::kernels::simd::scalar;
-use crate::quants::half::Bf16;
+use crate::quants::half::{Bf16, Half};
 
 /// Sum of the 8 lanes.
 ///
@@ -301,4 +301,25 @@ pub fn f32_to_bf16_row(x: &[f32], y: &mut [Bf16]) {
         i += 16;
     }
     scalar::f32_to_bf16_row(&x[i..n], &mut y[i..n]);
+}
+
+/// A binary16 scale as `f32`.
+///
+/// # Safety
+/// The processor supports AVX2, FMA and F16C.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn scale(h: Half) -> f32 {
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h.bits()))))
+}
+
+/// The 32 bytes of a block's levels.
+///
+/// # Safety
+/// The processor supports AVX2, FMA and F16C.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub fn load32(qs: &[u8; 32]) -> __m256i {
+    // SAFETY: the array holds the 32 bytes read.
+    unsafe { _mm256_loadu_si256(qs.as_ptr().cast()) }
 }

@@ -5,4 +5,5 @@
 pub mod avx2;
 pub mod avx512;
 pub(crate) mod byte_tiles;
+pub mod int8;
 pub(crate) mod vbmi_grids;
