@@ -14,7 +14,9 @@
 //! | Q5_0   | Q8_0        | `dx·dy·Σ (qx-16)·qy` |
 //! | Q5_1   | Q8_1        | `dx·dy·Σ qx·qy + mx·sy` |
 //! | Q8_0   | Q8_0        | `dx·dy·Σ qx·qy` |
-//! | TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0, Q2_0 | see `small` | |
+//! | TQ1_0, TQ2_0 | Q8_K | see `ternary` |
+//! | MXFP4, NVFP4 | Q8_0 | see `fp4` |
+//! | Q1_0, Q2_0 | Q8_0 | see `low_bit` |
 //! | IQ4_NL  | Q8_0        | `dx·dy·Σ L[q]·qy` over 16 fixed levels L |
 //! | IQ4_XS  | Q8_K        | `dx·dy·Σ (s-32)·Σ L[q]·qy`, a 6-bit scale s per 32 |
 //! | IQ3_S   | Q8_K        | `dx·dy·Σ (2s+1)·Σ ±g·qy`, g from a 512-point grid of 4 |
@@ -58,16 +60,18 @@ use crate::quants::q8::BlockQ8_0;
 use crate::cpu::kernels::simd;
 
 mod float;
+mod fp4;
 pub(crate) mod grids;
 mod iq1;
 mod iq2;
 mod iq3;
 mod iq4;
 mod k_quants;
+mod low_bit;
 mod q4;
 mod q5;
 mod q8;
-mod small;
+mod ternary;
 #[cfg(test)]
 pub(crate) mod test_support;
 pub(crate) mod whole;

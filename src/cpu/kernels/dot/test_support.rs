@@ -132,3 +132,9 @@ pub fn check_rows<T: VecDot>(
     let ys: Vec<_> = (0..MAX_WIDE_COLS as u32).map(|c| y(&values(n, 100 + c))).collect();
     check::<T>(&xs, &ys, what);
 }
+
+/// Q8_0 activations grouped `N` blocks to a unit.
+pub fn q8_0_groups<const N: usize>(v: &[f32]) -> (Vec<[BlockQ8_0; N]>, Vec<f32>) {
+    let (b, back) = q8_0(v);
+    (b.chunks_exact(N).map(|g| std::array::from_fn(|k| g[k])).collect(), back)
+}
