@@ -1,6 +1,9 @@
 //! F32, F16 and BF16 rows: products summed in `f32` vector lanes (the scalar references in
 //! `simd::scalar` sum in `f64`, as ggml's scalar code does). The AVX2 tiles are [`avx2::float_tile`]
-//! over each format's 8-value loads; the AVX-512 tiles are in `x86::avx512`.
+//! over each format's 8-value loads; the AVX-512 tiles are in [`avx512`].
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 
 use super::VecDot;
 use crate::core::types::Type;
@@ -19,12 +22,12 @@ unsafe impl VecDot for f32 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::FLOAT_COLS;
+    const AVX512_COLS: usize = avx512::FLOAT_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f32]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { crate::cpu::kernels::x86::avx512::f32_tile(x, y) }
+        unsafe { avx512::f32_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -59,12 +62,12 @@ unsafe impl VecDot for u16 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::FLOAT_COLS;
+    const AVX512_COLS: usize = avx512::FLOAT_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u16]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { crate::cpu::kernels::x86::avx512::f16_tile(x, y) }
+        unsafe { avx512::f16_tile(x, y) }
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -97,12 +100,12 @@ unsafe impl VecDot for Bf16 {
     }
 
     #[cfg(target_arch = "x86_64")]
-    const AVX512_COLS: usize = crate::cpu::kernels::x86::avx512::FLOAT_COLS;
+    const AVX512_COLS: usize = avx512::FLOAT_COLS;
 
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
         // SAFETY: the caller vouches for AVX-512; `tile` checked the row lengths.
-        unsafe { crate::cpu::kernels::x86::avx512::bf16_tile(x, y) }
+        unsafe { avx512::bf16_tile(x, y) }
     }
 
     /// As ggml's `ggml_vec_dot_bf16` sums them where ggml takes it: for one column, and for
@@ -120,11 +123,7 @@ unsafe impl VecDot for Bf16 {
             // SAFETY: the caller vouches for AVX-512, AVX512-BF16 was checked; rows and
             // column have the same length (`column_on` checked).
             *out = unsafe {
-                if pairs {
-                    crate::cpu::kernels::x86::avx512::bf16_vec_dot(row, y)
-                } else {
-                    Self::tile_avx512::<1, 1>(&[row], &[y])[0][0]
-                }
+                if pairs { avx512::bf16_vec_dot(row, y) } else { Self::tile_avx512::<1, 1>(&[row], &[y])[0][0] }
             };
         }
     }
