@@ -99,7 +99,8 @@ fn sums_of_four(v: [__m512; 4]) -> __m128 {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Blocks of 32 values in 512-bit registers, for the panels and the ternary and low-bit formats' tiles
+// Blocks of 32 values in 512-bit registers, for the panels and the ternary and low-bit
+// formats' tiles
 
 /// Two binary16 values as `f32` in the low lanes.
 #[inline]

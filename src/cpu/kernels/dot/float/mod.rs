@@ -1,6 +1,6 @@
 //! F32, F16 and BF16 rows: products summed in `f32` vector lanes (the scalar references in
-//! `simd::scalar` sum in `f64`, as ggml's scalar code does). The AVX2 tiles are [`avx2::float_tile`]
-//! over each format's 8-value loads; the AVX-512 tiles are in [`avx512`].
+//! `simd::scalar` sum in `f64`, as ggml's scalar code does). The AVX2 tiles are
+//! [`avx2::float_tile`] over each format's 8-value loads; the AVX-512 tiles are in [`avx512`].
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
