@@ -3,7 +3,7 @@
 
 use super::convert::{fp32_to_bf16, fp32_to_fp16, fp32_to_i32};
 use crate::core::types::Type;
-use crate::cpu::kernels::{dot, simd};
+use crate::cpu::kernels::{dot, features};
 use crate::quants::half::Bf16;
 use crate::quants::k_quants::BlockQ8K;
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
@@ -64,7 +64,7 @@ unsafe extern "C" fn vec_dot<const T: i32>(
     let n = usize::try_from(n).unwrap_or(0);
     let (x_len, y_len) = (ty.row_size(n as i64), kernel.vec_dot_type.row_size(n as i64));
     let nrc = usize::try_from(nrc).unwrap_or(1).max(1);
-    let use_simd = simd::has_avx2();
+    let use_simd = features::features().has_avx2_fma();
     for c in 0..nrc {
         for r in 0..nrc {
             // SAFETY: the caller provides the rows and the output slots (the function's

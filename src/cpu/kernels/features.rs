@@ -1,9 +1,17 @@
 //! What this processor can do, asked once and cached: kernels pick their SIMD path from here
 //! at run time, so a default build is fast without `-C target-cpu=native`.
 //!
-//! The AVX-512 matrix tiles ([`has_avx512`]) can be turned off for a process by setting the
-//! environment variable `GGML_RS_NO_AVX512` to anything but empty or `0` (read once, at the
-//! first check), to compare them with the AVX2 tiles on the same machine.
+//! [`features`] answers what this process may *use*, not what the processor reports, so that
+//! one switch turns a whole instruction set off everywhere: every kernel, and the
+//! `ggml_cpu_has_*` exports, read their answers from it and from its two predicates,
+//! [`Features::has_avx2_fma`] (may use the SIMD paths at all) and [`Features::has_avx512`]
+//! (may use the AVX-512 paths). Nothing else asks the processor (a test scans the sources).
+//!
+//! `GGML_RS_NO_AVX512` set to anything but empty or `0` (read once, at the first check) makes
+//! every AVX-512 field read false: F, BW, VL, DQ, VBMI, VNNI, BF16 and FP16. So no AVX-512
+//! tile, vector width or instruction runs, `ggml_cpu_has_avx512*` answer 0, and VNNI products
+//! use the VEX encoding (AVX-VNNI) where the processor has it, otherwise none. It is there to
+//! compare the AVX-512 paths with the AVX2 ones on the same machine.
 
 use std::sync::OnceLock;
 
@@ -23,6 +31,7 @@ pub struct Features {
     pub avx512vbmi: bool,
     pub avx512vnni: bool,
     pub avx512bf16: bool,
+    pub avx512fp16: bool,
     pub avx_vnni: bool,
     /// The vendor is Intel ("GenuineIntel"): some tunings differ by core design, not by
     /// feature (how far the float products prefetch, whether BF16 panels keep pairs, from
@@ -49,9 +58,9 @@ impl Features {
         }
     }
 
-    /// The AVX-512 subsets the matrix tiles use (`dot_avx512`): F, BW, VL, DQ and VNNI, on
-    /// top of the AVX2 path, and BMI2, which every AVX-512 processor has and the IQ2_S tile
-    /// builds its grid indices with. (BF16 is checked on its own.)
+    /// The AVX-512 subsets the AVX-512 kernels use: F, BW, VL, DQ and VNNI, on top of the
+    /// AVX2 path, and BMI2, which every AVX-512 processor has and the IQ2_S tile builds its
+    /// grid indices with. (BF16, VBMI and FP16 are checked on their own.)
     pub fn has_avx512(&self) -> bool {
         self.has_avx2_fma()
             && self.avx512f
@@ -74,6 +83,7 @@ pub enum Vnni {
     Evex,
 }
 
+/// What the processor reports (the only place that asks it).
 #[cfg(target_arch = "x86_64")]
 fn detect() -> Features {
     Features {
@@ -91,6 +101,7 @@ fn detect() -> Features {
         avx512vbmi: is_x86_feature_detected!("avx512vbmi"),
         avx512vnni: is_x86_feature_detected!("avx512vnni"),
         avx512bf16: is_x86_feature_detected!("avx512bf16"),
+        avx512fp16: is_x86_feature_detected!("avx512fp16"),
         avx_vnni: is_x86_feature_detected!("avxvnni"),
         intel: {
             let id = std::arch::x86_64::__cpuid(0);
@@ -105,23 +116,34 @@ fn detect() -> Features {
     Features::default()
 }
 
-/// The cached answer for this process.
+/// The cached answer for this process: what the processor reports, less what
+/// `GGML_RS_NO_AVX512` turns off.
 pub fn features() -> &'static Features {
     static FEATURES: OnceLock<Features> = OnceLock::new();
-    FEATURES.get_or_init(detect)
+    FEATURES.get_or_init(|| usable(detect(), avx512_vetoed(std::env::var("GGML_RS_NO_AVX512").ok().as_deref())))
 }
 
-/// Whether `GGML_RS_NO_AVX512` asks for the AVX-512 tiles to stay off.
+/// `found` as this process may use it: with `no_avx512`, every AVX-512 field off.
+fn usable(found: Features, no_avx512: bool) -> Features {
+    if !no_avx512 {
+        return found;
+    }
+    Features {
+        avx512f: false,
+        avx512bw: false,
+        avx512vl: false,
+        avx512dq: false,
+        avx512vbmi: false,
+        avx512vnni: false,
+        avx512bf16: false,
+        avx512fp16: false,
+        ..found
+    }
+}
+
+/// Whether `GGML_RS_NO_AVX512` asks for the AVX-512 paths to stay off.
 fn avx512_vetoed(value: Option<&str>) -> bool {
     value.is_some_and(|v| !v.is_empty() && v != "0")
-}
-
-/// Whether the AVX-512 matrix tiles may run: the processor has them
-/// ([`Features::has_avx512`]) and `GGML_RS_NO_AVX512` does not veto them.
-pub fn has_avx512() -> bool {
-    static ALLOWED: OnceLock<bool> = OnceLock::new();
-    *ALLOWED
-        .get_or_init(|| features().has_avx512() && !avx512_vetoed(std::env::var("GGML_RS_NO_AVX512").ok().as_deref()))
 }
 
 #[cfg(test)]
@@ -131,8 +153,97 @@ mod tests {
     #[test]
     fn detection_is_stable() {
         assert_eq!(features(), features());
-        assert_eq!(has_avx512(), has_avx512());
-        assert!(!has_avx512() || features().has_avx2_fma());
+        assert!(!features().has_avx512() || features().has_avx2_fma());
+    }
+
+    /// Every AVX-512 field of `f`: what the switch must turn off.
+    fn avx512_fields(f: &Features) -> [(&'static str, bool); 8] {
+        [
+            ("avx512f", f.avx512f),
+            ("avx512bw", f.avx512bw),
+            ("avx512vl", f.avx512vl),
+            ("avx512dq", f.avx512dq),
+            ("avx512vbmi", f.avx512vbmi),
+            ("avx512vnni", f.avx512vnni),
+            ("avx512bf16", f.avx512bf16),
+            ("avx512fp16", f.avx512fp16),
+        ]
+    }
+
+    #[test]
+    fn the_switch_leaves_no_avx512_field_on() {
+        let all = Features {
+            avx2: true,
+            fma: true,
+            f16c: true,
+            bmi2: true,
+            avx512f: true,
+            avx512bw: true,
+            avx512vl: true,
+            avx512dq: true,
+            avx512vbmi: true,
+            avx512vnni: true,
+            avx512bf16: true,
+            avx512fp16: true,
+            avx_vnni: true,
+            ..Features::default()
+        };
+        assert_eq!(usable(all, false), all);
+        let off = usable(all, true);
+        assert_eq!(avx512_fields(&off).iter().filter(|(_, on)| *on).count(), 0, "{off:?}");
+        assert!(!off.has_avx512() && off.has_avx2_fma() && off.vnni() == Vnni::Vex && off.bmi2);
+    }
+
+    /// Set in the copy of this test binary that [`the_switch_turns_avx512_off_for_the_process`]
+    /// starts, so that the copy checks instead of starting another.
+    const CHILD: &str = "GGML_RS_FEATURES_TEST_CHILD";
+
+    /// The process-wide answer under `GGML_RS_NO_AVX512=1`, checked in a fresh process (the
+    /// answer is cached at the first check, so this one cannot be asked again).
+    #[test]
+    fn the_switch_turns_avx512_off_for_the_process() {
+        if std::env::var_os(CHILD).is_some() {
+            let f = features();
+            assert_eq!(avx512_fields(f).iter().filter(|(_, on)| *on).count(), 0, "{f:?}");
+            assert!(!f.has_avx512() && f.vnni() != Vnni::Evex);
+            return;
+        }
+        let module = module_path!().split_once("::").expect("a crate-qualified path").1;
+        let name = format!("{module}::the_switch_turns_avx512_off_for_the_process");
+        let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+            .args([name.as_str(), "--exact", "--test-threads=1"])
+            .env("GGML_RS_NO_AVX512", "1")
+            .env(CHILD, "1")
+            .output()
+            .expect("the test binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Every other file takes its answers from [`features`], so that the switch reaches it.
+    #[test]
+    fn no_other_source_asks_the_processor() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut dirs = vec![src];
+        let mut askers = Vec::new();
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("a source folder") {
+                let path = entry.expect("a folder entry").path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("cpu/kernels/features.rs") {
+                    let text = std::fs::read_to_string(&path).expect("a source file");
+                    if text.contains("is_x86_feature_detected!") {
+                        askers.push(path);
+                    }
+                }
+            }
+        }
+        assert!(askers.is_empty(), "ask features() instead: {askers:?}");
     }
 
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -10,11 +10,6 @@ pub mod copy;
 pub mod custom;
 pub mod deepseek;
 pub mod dot;
-#[cfg(target_arch = "x86_64")]
-pub mod dot_avx512;
-pub mod dot_iq;
-pub mod dot_k;
-pub mod dot_small;
 pub mod elementwise;
 pub mod expf;
 pub mod features;
@@ -36,6 +31,8 @@ pub mod ssm;
 pub(crate) mod testing;
 pub mod unary;
 pub mod window;
+#[cfg(target_arch = "x86_64")]
+pub mod x86;
 
 // ---------------------------------------------------------------------------------------------
 // Dispatch: which kernel computes an op, whether it can, and the scratch it needs.

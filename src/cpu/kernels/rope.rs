@@ -399,7 +399,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{Layout, Rope, rotate_f32_from};
-    use crate::cpu::kernels::simd::avx2::load_f32;
+    use crate::cpu::kernels::x86::avx2::load_f32;
 
     /// Eight pairs at a time for split halves, four for adjacent pairs; the rest scalar.
     ///

@@ -51,7 +51,7 @@ impl Alibi {
 pub(super) fn exp_row(y: &mut [f32], max: f32, avx2: bool) -> f64 {
     #[cfg(target_arch = "x86_64")]
     if avx2 {
-        if super::features::has_avx512() {
+        if super::features::features().has_avx512() {
             // SAFETY: AVX-512 was detected just now.
             return unsafe { avx512::exp_row(y, max) };
         }
@@ -84,7 +84,7 @@ pub(super) mod avx2 {
     use std::arch::x86_64::*;
 
     use crate::cpu::kernels::expf::exp8;
-    use crate::cpu::kernels::simd::avx2::{hsum, load_f32};
+    use crate::cpu::kernels::x86::avx2::{hsum, load_f32};
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) fn max_of(x: &[f32]) -> f32 {
@@ -132,7 +132,7 @@ pub(super) mod avx2 {
             unsafe {
                 let m = match mask {
                     super::MaskRow::F32(m) => load_f32(m.as_ptr().add(i)),
-                    super::MaskRow::F16(m) => crate::cpu::kernels::simd::avx2::load_f16(m.as_ptr().add(i)),
+                    super::MaskRow::F16(m) => crate::cpu::kernels::x86::avx2::load_f16(m.as_ptr().add(i)),
                 };
                 let v = _mm256_fmadd_ps(k, m, _mm256_mul_ps(load_f32(py.add(i)), s));
                 _mm256_storeu_ps(py.add(i), v);

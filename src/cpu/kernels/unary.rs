@@ -343,7 +343,7 @@ mod avx2_rows {
 
     use super::{Table, gelu_quick_table, gelu_table, gelu_tabled};
     use crate::cpu::kernels::expf::{exp8, exp16};
-    use crate::cpu::kernels::features::has_avx512;
+    use crate::cpu::kernels::features::features;
 
     /// `x / (1 + e^-x)` in each lane.
     #[inline]
@@ -431,7 +431,7 @@ mod avx2_rows {
     /// AVX2, FMA and F16C are available; `x` and `y` address `n` packed floats.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn silu(n: usize, y: *mut f32, x: *const f32) {
-        if has_avx512() {
+        if features().has_avx512() {
             // SAFETY: AVX-512 was detected; the caller's contract.
             return unsafe { silu_sixteens(n, y, x, None) };
         }
@@ -507,7 +507,7 @@ mod avx2_rows {
     /// overlaps neither input.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn swiglu(n: usize, y: *mut f32, x: *const f32, g: *const f32) {
-        if has_avx512() {
+        if features().has_avx512() {
             // SAFETY: AVX-512 was detected; the caller's contract.
             return unsafe { silu_sixteens(n, y, x, Some(g)) };
         }

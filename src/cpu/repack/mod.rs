@@ -24,7 +24,7 @@ pub fn buffer_type() -> BufferTypePtr {
 
 /// Whether the CPU device offers the buffer type: the processor runs the repacked product.
 pub fn offered() -> bool {
-    cfg!(target_arch = "x86_64") && crate::cpu::kernels::features::has_avx512()
+    cfg!(target_arch = "x86_64") && crate::cpu::kernels::features::features().has_avx512()
 }
 
 /// Whether `t` lies in a CPU_REPACK buffer (or a placeholder buffer of that type, as llama.cpp

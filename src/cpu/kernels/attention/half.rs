@@ -92,7 +92,7 @@ pub(super) struct Half {
 impl Half {
     /// `math` on the SIMD version when `simd` asks for it and the processor has it.
     pub(super) fn new(math: HalfMath, simd: bool) -> Half {
-        let here = crate::cpu::kernels::simd::has_avx2()
+        let here = crate::cpu::kernels::features::features().has_avx2_fma()
             && match math {
                 HalfMath::Fp16 => fp16_hardware(),
                 HalfMath::Wide => wide_hardware(),
@@ -291,10 +291,7 @@ fn fp16_hardware() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         let f = features();
-        f.avx512f
-            && f.avx512bw
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && std::arch::is_x86_feature_detected!("avx512fp16")
+        f.avx512f && f.avx512bw && f.avx512vl && f.avx512fp16
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -441,8 +438,8 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{FP16_BLOCK, GROUP, LANES, LANES_BLOCK, QueryTails, TAIL_KEYS};
-    use crate::cpu::kernels::simd::avx2::load_f16;
     use crate::cpu::kernels::simd::fp16_to_f32_row;
+    use crate::cpu::kernels::x86::avx2::load_f16;
 
     /// 8 `f32` rounded to binary16 (to nearest even) and stored at `p`.
     ///
@@ -611,7 +608,7 @@ mod wide {
     /// [`super::model::dot_blocks_wide`].
     ///
     /// # Safety
-    /// AVX-512F (with the subsets of [`has_avx512`](crate::cpu::kernels::features::has_avx512));
+    /// AVX-512F (with the subsets of [`has_avx512`](crate::cpu::kernels::features::Features::has_avx512));
     /// the rows are whole blocks of the same length.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
     pub(super) unsafe fn dot_blocks(x: &[u16], y: &[u16]) -> f64 {

@@ -425,7 +425,7 @@ pub fn flash_attn_ext(params: &ComputeParams, dst: TensorPtr) {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use crate::cpu::kernels::simd::avx2::load_f32;
+    use crate::cpu::kernels::x86::avx2::load_f32;
 
     /// [`super::mad_f32`].
     ///

@@ -23,7 +23,7 @@ use std::marker::PhantomData;
 
 use super::{Kind, PANEL_ROWS, transpose};
 use crate::cpu::kernels::dot;
-use crate::cpu::kernels::dot_avx512::{bytes_pair, five_bit_pair, nibbles_pair};
+use crate::cpu::kernels::x86::avx512::{bytes_pair, five_bit_pair, nibbles_pair};
 use crate::quants::fp4::{BlockMxfp4, E2M1_DOUBLED, e8m0_to_f32_half};
 use crate::quants::half::Half;
 use crate::quants::iq4::{BlockIq4Nl, LEVELS as IQ4_NL_LEVELS};

@@ -16,7 +16,7 @@ use std::arch::x86_64::*;
 use std::marker::PhantomData;
 
 use super::{Kind, PANEL_ROWS, transpose};
-use crate::cpu::kernels::dot_iq::Whole;
+use crate::cpu::kernels::dot::whole::Whole;
 use crate::quants::half::Half;
 use crate::quants::iq4::{BlockIq4Xs, LEVELS as IQ4_LEVELS};
 use crate::quants::k_quants::{

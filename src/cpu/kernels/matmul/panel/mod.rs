@@ -1,6 +1,6 @@
 //! Batched products over decoded weight panels, on AVX-512 VNNI processors.
 //!
-//! The dot-product tiles of `dot_avx512` hold several values of one weight row per register:
+//! The dot-product tiles of `x86::avx512` hold several values of one weight row per register:
 //! every register of products ends in a horizontal sum (floats) or in a conversion and an FMA
 //! per block pair (blocks), and every tile decodes its weights again. Here each thread first
 //! decodes a panel of 16 weight rows into a layout where one register holds the same values
@@ -28,7 +28,7 @@ use std::arch::x86_64::*;
 
 use super::{ColumnIndex, ComputeParams, Tensor, ceil_div, share_rows, span};
 use crate::core::types::Type;
-use crate::cpu::kernels::features::has_avx512;
+use crate::cpu::kernels::features::features;
 use crate::cpu::plan::CACHE_LINE_SIZE;
 use crate::cpu::repack::is_repacked;
 use crate::cpu::repack::layout::GROUP_ROWS;
@@ -247,7 +247,7 @@ pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
         (with_kind!(src0, any()), MIN_COLS)
     };
     let per_matrix = src1.ne[1] * (src1.ne[2] / src0.ne[2]) * (src1.ne[3] / src0.ne[3]);
-    kind.is_some() && src1.type_ == Type::F32 && per_matrix >= min_cols && has_avx512()
+    kind.is_some() && src1.type_ == Type::F32 && per_matrix >= min_cols && features().has_avx512()
 }
 
 /// Scratch bytes for the panel route with `n_threads` threads: the converted activations, then
@@ -581,7 +581,7 @@ mod tests {
 
     #[test]
     fn panels_count_the_columns_of_each_weight_matrix() {
-        if !has_avx512() {
+        if !features().has_avx512() {
             return;
         }
         let mut c = crate::cpu::kernels::testing::ctx();
@@ -594,7 +594,7 @@ mod tests {
 
     #[test]
     fn repacked_groups_decode_to_the_panels_of_their_rows() {
-        if !has_avx512() {
+        if !features().has_avx512() {
             return;
         }
         for n in [32, 96] {
@@ -630,7 +630,7 @@ mod tests {
     #[test]
     fn bf16_pairs_sum_as_the_widened_values() {
         use crate::quants::half::{Bf16, fp32_to_bf16};
-        if !has_avx512() || !crate::cpu::kernels::features::features().avx512bf16 {
+        if !features().has_avx512() || !crate::cpu::kernels::features::features().avx512bf16 {
             return;
         }
         let n = 96;
@@ -698,7 +698,7 @@ mod tests {
                 }
             }
         }
-        if !has_avx512() {
+        if !features().has_avx512() {
             return;
         }
         check::<crate::quants::q4::BlockQ4_0>(Type::Q4_0);
@@ -710,7 +710,7 @@ mod tests {
 
     #[test]
     fn transpose_moves_word_j_of_row_r_to_word_r_of_row_j() {
-        if !has_avx512() {
+        if !features().has_avx512() {
             return;
         }
         let rows: [[i32; 16]; 16] = std::array::from_fn(|r| std::array::from_fn(|j| (r * 100 + j) as i32));

@@ -372,7 +372,7 @@ mod tests {
 
     #[test]
     fn e8m0_scales_convert_as_the_scalar_path() {
-        if !crate::cpu::kernels::features::has_avx512() {
+        if !crate::cpu::kernels::features::features().has_avx512() {
             return;
         }
         for first in (0..=255u8).step_by(16) {

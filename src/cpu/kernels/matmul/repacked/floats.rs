@@ -371,7 +371,7 @@ mod tests {
     /// on one group of two blocks.
     #[test]
     fn widened_bf16_pairs_sum_as_the_scalar_path() {
-        if !crate::cpu::kernels::features::has_avx512() {
+        if !crate::cpu::kernels::features::features().has_avx512() {
             return;
         }
         let nb = 2;

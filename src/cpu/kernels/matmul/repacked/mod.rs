@@ -287,7 +287,7 @@ fn run<S: Scheme>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Te
     let task_groups = task_groups(groups, (GROUP_ROWS * src0.nb[1]) as i64, task_cols, col_tasks, params.nth as i64);
     let group_tasks = ceil_div(groups, task_groups);
     let tasks = (group_tasks * col_tasks) as usize;
-    let avx512 = cfg!(target_arch = "x86_64") && simd && crate::cpu::kernels::features::has_avx512();
+    let avx512 = cfg!(target_arch = "x86_64") && simd && crate::cpu::kernels::features::features().has_avx512();
 
     // a task runs its groups a span of blocks at a time: the span's activations of the task's
     // columns stay in the core's cache while the groups pass. Where the whole rows fit, one

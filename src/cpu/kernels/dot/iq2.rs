@@ -1,7 +1,7 @@
 //! `iq2_xxs`, `iq2_xs` and `iq2_s` · `q8_K`: groups of 8 values as points of a 2-bit grid.
 
 use super::grids::{SEVEN_BIT_SIGNS, grids};
-use super::{Whole, put_signed, whole_dot};
+use super::whole::{Whole, put_signed, whole_dot};
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::VecDot;
 use crate::quants::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
@@ -179,11 +179,11 @@ unsafe impl VecDot for BlockIq2S {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{
+    use super::*;
+    use crate::cpu::kernels::x86::byte_tiles::{
         Sub32, Weights32, entries4, half, load16, load32, multipliers16, q8k_tile, scales16, seven_bit_signs,
         signs_from_bits,
     };
-    use super::*;
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn iq2_xxs<const R: usize, const C: usize>(x: &[&[BlockIq2Xxs]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
@@ -264,12 +264,12 @@ mod avx2 {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{deposited_indices, half, index_word};
-    use super::super::permuted::{
+    use super::*;
+    use crate::cpu::kernels::x86::byte_tiles::{deposited_indices, half, index_word};
+    use crate::cpu::kernels::x86::vbmi_grids::{
         Chunk, Codes, chunk_multipliers, grid_codes, level_table, level_values, levels8, load64, odd_multipliers,
         q8k_tile, seven_bit_signs, sign_mask, stored_sign_mask, xxs_signs_and_multipliers,
     };
-    use super::*;
     use crate::quants::iq2::GRID_VALUES;
 
     /// The grid's three levels.

@@ -13,25 +13,25 @@
 
 use std::arch::x86_64::*;
 
-use crate::cpu::kernels::simd::avx2::hsum;
+use crate::cpu::kernels::x86::avx2::hsum;
 use crate::quants::half::Half;
-use crate::quants::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, QK_K};
+use crate::quants::k_quants::{BlockQ8K, QK_K};
 
 /// What the tile needs of one weight super-block besides its levels.
 pub(super) struct Prepared {
     /// The scale of each 16 values, as `i16`.
-    scales: __m256i,
+    pub(super) scales: __m256i,
     /// What multiplies each `bsum`, as `i16`: a minimum or an offset (see [`KBlock::MINS`]).
-    bias: __m256i,
+    pub(super) bias: __m256i,
     /// The super-block scale `d` in lane 0 and the scale of the minimums `dmin` in lane 1
     /// (0 for formats without), converted together.
-    factors: __m128,
+    pub(super) factors: __m128,
 }
 
 /// `d` and `dmin` of a super-block in lanes 0 and 1.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn factors(d: Half, dmin: Half) -> __m128 {
+pub(super) fn factors(d: Half, dmin: Half) -> __m128 {
     _mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(d.bits()) | i32::from(dmin.bits()) << 16))
 }
 
@@ -56,14 +56,14 @@ pub(super) trait KBlock {
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn load(bytes: &[u8; 32]) -> __m256i {
+pub(super) fn load(bytes: &[u8; 32]) -> __m256i {
     // SAFETY: the array holds the 32 bytes read.
     unsafe { _mm256_loadu_si256(bytes.as_ptr().cast()) }
 }
 
 /// Chunk `i` of 32 bytes of an array.
 #[inline]
-fn chunk<const N: usize>(bytes: &[u8; N], i: usize) -> &[u8; 32] {
+pub(super) fn chunk<const N: usize>(bytes: &[u8; N], i: usize) -> &[u8; 32] {
     &bytes.as_chunks::<32>().0[i]
 }
 
@@ -71,7 +71,7 @@ fn chunk<const N: usize>(bytes: &[u8; N], i: usize) -> &[u8; 32] {
 /// bits cleared. (The shifts are of 32-bit lanes; the field never leaves its byte.)
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn byte_field(v: __m256i, from: u32, to: u32, width: u32) -> __m256i {
+pub(super) fn byte_field(v: __m256i, from: u32, to: u32, width: u32) -> __m256i {
     let moved = if from >= to {
         _mm256_srlv_epi32(v, _mm256_set1_epi32((from - to) as i32))
     } else {
@@ -83,7 +83,7 @@ fn byte_field(v: __m256i, from: u32, to: u32, width: u32) -> __m256i {
 /// The three little-endian words of 12 packed scale bytes, in lanes 0..3.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn scale_words(packed: &[u8; 12]) -> __m128i {
+pub(super) fn scale_words(packed: &[u8; 12]) -> __m128i {
     let (words, _) = packed.as_chunks::<4>();
     let word = |i: usize| i32::from_le_bytes(words[i]);
     _mm_setr_epi32(word(0), word(1), word(2), 0)
@@ -93,7 +93,7 @@ fn scale_words(packed: &[u8; 12]) -> __m128i {
 /// for all eight sub-blocks of 32 at once), each repeated for both of its halves of 16.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn affine_prepare(d: Half, dmin: Half, packed: &[u8; 12]) -> Prepared {
+pub(super) fn affine_prepare(d: Half, dmin: Half, packed: &[u8; 12]) -> Prepared {
     let v = scale_words(packed);
     // Words w0, w1, w2: the scales of sub-blocks 0..3 are the low six bits of w0, their
     // minimums those of w1; for sub-blocks 4..7 the low (scales) and high (minimums) nibbles
@@ -108,112 +108,6 @@ fn affine_prepare(d: Half, dmin: Half, packed: &[u8; 12]) -> Prepared {
         scales: _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(bytes, bytes)),
         bias: _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(bytes, bytes)),
         factors: factors(d, dmin),
-    }
-}
-
-impl KBlock for BlockQ2K {
-    const MINS: bool = true;
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn prepare(&self) -> Prepared {
-        // SAFETY: `scales` holds the 16 bytes read.
-        let packed = unsafe { _mm_loadu_si128(self.scales.as_ptr().cast()) };
-        let nibbles = _mm_set1_epi8(0x0f);
-        Prepared {
-            scales: _mm256_cvtepu8_epi16(_mm_and_si128(packed, nibbles)),
-            bias: _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16::<4>(packed), nibbles)),
-            factors: factors(self.d, self.dmin),
-        }
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn levels<const J: usize>(&self) -> __m256i {
-        byte_field(load(chunk(&self.qs, J / 4)), 2 * (J as u32 % 4), 0, 2)
-    }
-}
-
-impl KBlock for BlockQ3K {
-    const MINS: bool = false;
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn prepare(&self) -> Prepared {
-        let v = scale_words(&self.scales);
-        // Scale s: low nibble from byte s % 8 of w0, w1 (high nibbles from s = 8), top two
-        // bits from byte s % 4 of w2, at bit 2·(s / 4).
-        let low = _mm_srlv_epi32(_mm_shuffle_epi32::<0b01_00_01_00>(v), _mm_setr_epi32(0, 0, 4, 4));
-        let low = _mm_and_si128(low, _mm_set1_epi8(0x0f));
-        let high = _mm_srlv_epi32(_mm_shuffle_epi32::<0b10_10_10_10>(v), _mm_setr_epi32(0, 2, 4, 6));
-        let high = _mm_slli_epi32::<4>(_mm_and_si128(high, _mm_set1_epi8(3)));
-        let levels = _mm_sub_epi8(_mm_or_si128(low, high), _mm_set1_epi8(32));
-        let scales = _mm256_cvtepi8_epi16(levels);
-        // Levels are stored +4.
-        Prepared { scales, bias: _mm256_slli_epi16::<2>(scales), factors: factors(self.d, Half::default()) }
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn levels<const J: usize>(&self) -> __m256i {
-        let low = byte_field(load(chunk(&self.qs, J / 4)), 2 * (J as u32 % 4), 0, 2);
-        _mm256_or_si256(low, byte_field(load(&self.hmask), J as u32, 2, 1))
-    }
-}
-
-impl KBlock for BlockQ4K {
-    const MINS: bool = true;
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn prepare(&self) -> Prepared {
-        affine_prepare(self.d, self.dmin, &self.scales)
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn levels<const J: usize>(&self) -> __m256i {
-        byte_field(load(chunk(&self.qs, J / 2)), 4 * (J as u32 % 2), 0, 4)
-    }
-}
-
-impl KBlock for BlockQ5K {
-    const MINS: bool = true;
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn prepare(&self) -> Prepared {
-        affine_prepare(self.d, self.dmin, &self.scales)
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn levels<const J: usize>(&self) -> __m256i {
-        let low = byte_field(load(chunk(&self.qs, J / 2)), 4 * (J as u32 % 2), 0, 4);
-        _mm256_or_si256(low, byte_field(load(&self.qh), J as u32, 4, 1))
-    }
-}
-
-impl KBlock for BlockQ6K {
-    const MINS: bool = false;
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn prepare(&self) -> Prepared {
-        // SAFETY: `scales` holds the 16 bytes read.
-        let scales = _mm256_cvtepi8_epi16(unsafe { _mm_loadu_si128(self.scales.as_ptr().cast()) });
-        // Levels are stored +32.
-        Prepared { scales, bias: _mm256_slli_epi16::<5>(scales), factors: factors(self.d, Half::default()) }
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn levels<const J: usize>(&self) -> __m256i {
-        // Chunk J = 4h + k: low nibbles from ql bytes 64h + 32(k % 2) (high nibbles for
-        // k >= 2), top two bits from qh bytes 32h at bit 2k.
-        let (h, k) = (J / 4, J as u32 % 4);
-        let low = byte_field(load(chunk(&self.ql, 2 * h + k as usize % 2)), 4 * (k / 2), 0, 4);
-        _mm256_or_si256(low, byte_field(load(chunk(&self.qh, h)), 2 * k, 4, 2))
     }
 }
 

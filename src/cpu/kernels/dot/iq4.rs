@@ -1,6 +1,6 @@
 //! `iq4_nl` · `q8_0` and `iq4_xs` · `q8_K`: 4-bit codes into 16 fixed levels.
 
-use super::q8;
+use super::whole::q8;
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::VecDot;
 use crate::quants::iq4::{BlockIq4Nl, BlockIq4Xs, LEVELS};
@@ -30,7 +30,7 @@ fn xs_scale(b: &BlockIq4Xs, i: usize) -> i32 {
 const RAISE: u8 = 128;
 /// The levels raised by [`RAISE`], for both formats' `vpdpbusd` tiles.
 #[cfg(target_arch = "x86_64")]
-const RAISED_LEVELS: [i8; 16] = super::engine::raised16(&LEVELS, RAISE);
+const RAISED_LEVELS: [i8; 16] = crate::cpu::kernels::x86::byte_tiles::raised16(&LEVELS, RAISE);
 
 // SAFETY: the blocks are repr(C) byte arrays and Halfs.
 unsafe impl VecDot for BlockIq4Nl {
@@ -93,8 +93,10 @@ unsafe impl VecDot for BlockIq4Xs {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{Sub32, Weights32, half, half8, load16, lookup16, nibbles, q8_0_tile, q8k_tile};
     use super::*;
+    use crate::cpu::kernels::x86::byte_tiles::{
+        Sub32, Weights32, half, half8, load16, lookup16, nibbles, q8_0_tile, q8k_tile,
+    };
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub fn iq4_nl<const R: usize, const C: usize>(x: &[&[BlockIq4Nl]; R], y: &[&[BlockQ8_0]; C]) -> [[f32; C]; R] {
@@ -142,8 +144,8 @@ mod avx2 {
 mod vnni {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{half, load16, load32, q8k_frame};
     use super::*;
+    use crate::cpu::kernels::x86::byte_tiles::{half, load16, load32, q8k_frame};
     use crate::quants::k_quants::QK_K;
 
     /// [`RAISED_LEVELS`] twice: a `vpermb` table indexed by the low five bits.

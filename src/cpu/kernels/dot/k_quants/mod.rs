@@ -13,17 +13,24 @@
 //! cost one product per sub-block rather than one per value. The integer sums are exact; only
 //! the scaling and the sum over super-blocks are in `f32`.
 //!
-//! The scalar products here are the reference. The AVX2 tiles ([`avx2`]) keep the weights'
-//! levels unsigned (the offsets of Q3_K and Q6_K are taken off through `bsum` as well), so that
-//! `maddubs` multiplies them with the signed activations, and decode each weight super-block once
-//! for all the activation rows of the tile.
+//! Each format's file holds its scalar product, the reference, and how the AVX2 tiles read its
+//! super-block (`KBlock`); the helpers here serve the scalar products of several formats. The
+//! AVX2 tiles ([`avx2`]) keep the weights' levels unsigned (the offsets of Q3_K and Q6_K are
+//! taken off through `bsum` as well), so that `maddubs` multiplies them with the signed
+//! activations, and decode each weight super-block once for all the activation rows of the
+//! tile.
 
-use super::dot::VecDot;
+use super::VecDot;
 use crate::core::types::Type;
 use crate::quants::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, QK_K, scale_min};
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+mod q2_k;
+mod q3_k;
+mod q4_k;
+mod q5_k;
+mod q6_k;
 
 /// Values per sub-block of 16, the unit of the Q8_K `bsums`.
 const SUB: usize = 16;
@@ -69,182 +76,12 @@ fn high_bit(bits: &[u8; QK_K / 8], i: usize) -> i32 {
     i32::from((bits[i % 32] >> (i / 32)) & 1)
 }
 
-/// The signed 6-bit scale (−32..31) of sub-block `s` of a Q3_K super-block: its low nibble in
-/// byte `s % 8` (high half from s = 8 on), its top two bits in byte `8 + s % 4` at bit
-/// `2·(s / 4)`.
-#[inline]
-fn q3_scale(packed: &[u8; 12], s: usize) -> i32 {
-    let low = (packed[s % 8] >> (4 * (s / 8))) & 0x0f;
-    let high = (packed[8 + s % 4] >> (2 * (s / 4))) & 3;
-    i32::from(low | (high << 4)) - 32
-}
-
 /// The scaled sum of Q4_K / Q5_K levels and their minimums' sum (6-bit scales and minimums
 /// per 32 values).
 fn affine_sums(scales: &[u8; 12], y: &BlockQ8K, level: impl Fn(usize) -> i32) -> (i32, i32) {
     let isum = scaled_sum(y, |s| i32::from(scale_min(scales, s / 2).0), level);
     let msum = min_sum(y, |s| i32::from(scale_min(scales, s / 2).1));
     (isum, msum)
-}
-
-// SAFETY: the K-quant blocks are repr(C) byte arrays and Halfs, any bits valid.
-unsafe impl VecDot for BlockQ2K {
-    type Rhs = BlockQ8K;
-    const TYPE: Type = Type::Q2_K;
-    const VEC_DOT_TYPE: Type = Type::Q8_K;
-    const QK: usize = QK_K;
-
-    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            let isum = scaled_sum(by, |s| i32::from(bx.scales[s] & 0x0f), |i| two_bit(&bx.qs, i));
-            let msum = min_sum(by, |s| i32::from(bx.scales[s] >> 4));
-            let dy = by.scale();
-            sum += dy * bx.d.to_f32() * isum as f32 - dy * bx.dmin.to_f32() * msum as f32;
-        }
-        sum
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::tile(x, y) }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::column(x, y, out) }
-    }
-}
-
-// SAFETY: as for BlockQ2K.
-unsafe impl VecDot for BlockQ3K {
-    type Rhs = BlockQ8K;
-    const TYPE: Type = Type::Q3_K;
-    const VEC_DOT_TYPE: Type = Type::Q8_K;
-    const QK: usize = QK_K;
-
-    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            // A clear high bit stands for −4.
-            let level = |i| two_bit(&bx.qs, i) - 4 * (1 - high_bit(&bx.hmask, i));
-            let isum = scaled_sum(by, |s| q3_scale(&bx.scales, s), level);
-            sum += by.scale() * bx.d.to_f32() * isum as f32;
-        }
-        sum
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::tile(x, y) }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::column(x, y, out) }
-    }
-}
-
-// SAFETY: as for BlockQ2K.
-unsafe impl VecDot for BlockQ4K {
-    type Rhs = BlockQ8K;
-    const TYPE: Type = Type::Q4_K;
-    const VEC_DOT_TYPE: Type = Type::Q8_K;
-    const QK: usize = QK_K;
-
-    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            let (isum, msum) = affine_sums(&bx.scales, by, |i| nibble(&bx.qs, i));
-            let dy = by.scale();
-            sum += dy * bx.d.to_f32() * isum as f32 - dy * bx.dmin.to_f32() * msum as f32;
-        }
-        sum
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::tile(x, y) }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::column(x, y, out) }
-    }
-}
-
-// SAFETY: as for BlockQ2K.
-unsafe impl VecDot for BlockQ5K {
-    type Rhs = BlockQ8K;
-    const TYPE: Type = Type::Q5_K;
-    const VEC_DOT_TYPE: Type = Type::Q8_K;
-    const QK: usize = QK_K;
-
-    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            let level = |i| nibble(&bx.qs, i) | (high_bit(&bx.qh, i) << 4);
-            let (isum, msum) = affine_sums(&bx.scales, by, level);
-            let dy = by.scale();
-            sum += dy * bx.d.to_f32() * isum as f32 - dy * bx.dmin.to_f32() * msum as f32;
-        }
-        sum
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::tile(x, y) }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::column(x, y, out) }
-    }
-}
-
-// SAFETY: as for BlockQ2K.
-unsafe impl VecDot for BlockQ6K {
-    type Rhs = BlockQ8K;
-    const TYPE: Type = Type::Q6_K;
-    const VEC_DOT_TYPE: Type = Type::Q8_K;
-    const QK: usize = QK_K;
-
-    fn dot_scalar(x: &[Self], y: &[BlockQ8K]) -> f32 {
-        let mut sum = 0.0f32;
-        for (bx, by) in x.iter().zip(y) {
-            // Value l + 32k of half h: low nibble from ql (bytes 64h + 32(k % 2) + l, high
-            // nibbles for k >= 2), top two bits from qh (byte 32h + l, bits 2k).
-            let level = |i: usize| {
-                let (h, k, l) = (i / 128, i % 128 / 32, i % 32);
-                let low = field(&bx.ql[64 * h + 32 * (k % 2)..], l, k / 2, 4);
-                let high = field(&bx.qh[32 * h..], l, k, 2);
-                (low | (high << 4)) - 32
-            };
-            let isum = scaled_sum(by, |s| i32::from(bx.scales[s] as i8), level);
-            sum += by.scale() * bx.d.to_f32() * isum as f32;
-        }
-        sum
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::tile(x, y) }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::column(x, y, out) }
-    }
 }
 
 #[cfg(test)]

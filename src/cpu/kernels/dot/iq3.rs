@@ -1,7 +1,7 @@
 //! `iq3_xxs` · `q8_K` and `iq3_s` · `q8_K`: groups of 4 values as points of a 3-bit grid.
 
 use super::grids::{SEVEN_BIT_SIGNS, grids};
-use super::{Whole, put_signed, whole_dot};
+use super::whole::{Whole, put_signed, whole_dot};
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::VecDot;
 use crate::quants::iq3::{BlockIq3S, BlockIq3Xxs};
@@ -131,8 +131,8 @@ unsafe impl VecDot for BlockIq3S {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{Sub32, Weights32, half, q8k_tile, seven_bit_signs, signs_from_bits};
     use super::*;
+    use crate::cpu::kernels::x86::byte_tiles::{Sub32, Weights32, half, q8k_tile, seven_bit_signs, signs_from_bits};
 
     /// Eight 4-value grid points, point k giving values 4k..4k+4. (A fixed-size table lets the
     /// bounds checks go for indices whose bits cannot exceed it.)
@@ -200,12 +200,12 @@ mod avx2 {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{half, load32};
-    use super::super::permuted::{
+    use super::*;
+    use crate::cpu::kernels::x86::byte_tiles::{half, load32};
+    use crate::cpu::kernels::x86::vbmi_grids::{
         Chunk, Codes, chunk_multipliers, grid_codes, index_high_bits, level_table, level_values, levels4, load64,
         odd_multipliers, q8k_tile, sign_mask, stored_sign_mask, xxs_signs_and_multipliers,
     };
-    use super::*;
     use crate::quants::iq3::XXS_VALUES;
 
     static XXS_LEVELS: [u8; 64] = level_table(&XXS_VALUES, 8);

@@ -2,7 +2,7 @@
 //! Zen 4 and later), which keep the grid in registers and read it by permutation, or, for the
 //! grid too large for that (IQ2_S), load whole points by index (see `iq2::avx512::iq2_s`).
 //!
-//! The AVX2 tiles ([`super::engine`]) fetch every grid point with a load of its own, after
+//! The AVX2 tiles ([`super::byte_tiles`]) fetch every grid point with a load of its own, after
 //! taking its index out of a vector: 32 of each per 256 values, and those, not the arithmetic,
 //! bound them. Here a point is a 16-bit code of its coordinates' levels (2 bits a coordinate
 //! for the 8-coordinate grids, 3 for the 4-coordinate ones), 32 codes to a register:
@@ -17,8 +17,8 @@
 //! order of the `f32` sums differs.
 //!
 //! Every function here needs AVX2, FMA, F16C, the AVX-512 subsets of
-//! [`has_avx512`](super::super::features::has_avx512) and VBMI: the formats say so with
-//! [`VecDot::AVX512_VBMI`](super::super::dot::VecDot::AVX512_VBMI), and `dot::Path` checks it.
+//! [`has_avx512`](crate::cpu::kernels::features::Features::has_avx512) and VBMI: the formats say so with
+//! [`VecDot::AVX512_VBMI`](crate::cpu::kernels::dot::VecDot::AVX512_VBMI), and `dot::Path` checks it.
 
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
@@ -339,7 +339,7 @@ mod tests {
 
     /// Whether this processor runs the functions here (and AVX-512 is not turned off).
     fn available() -> bool {
-        crate::cpu::kernels::features::has_avx512() && crate::cpu::kernels::features::features().avx512vbmi
+        crate::cpu::kernels::features::features().has_avx512() && crate::cpu::kernels::features::features().avx512vbmi
     }
 
     #[test]
@@ -399,7 +399,7 @@ mod tests {
         if !available() {
             return;
         }
-        use crate::cpu::kernels::dot_iq::grids::SEVEN_BIT_SIGNS;
+        use crate::cpu::kernels::dot::grids::SEVEN_BIT_SIGNS;
         let words: [u32; 8] = std::array::from_fn(|i| 0x9e37_79b9u32.wrapping_mul(i as u32 + 1));
         // SAFETY (whole block): the processor has what the functions need (checked above).
         unsafe {

@@ -7,7 +7,7 @@
 //! against 2556, ggml 4060).
 
 use super::grids::grids;
-use super::{Whole, whole_dot};
+use super::whole::{Whole, whole_dot};
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::VecDot;
 #[cfg(target_arch = "x86_64")]
@@ -171,10 +171,10 @@ unsafe impl VecDot for BlockIq1M {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{
+    use super::*;
+    use crate::cpu::kernels::x86::byte_tiles::{
         Sub32, Weights32, deposited_indices, entries4, half, index_word, load16, load32, q8k_tile,
     };
-    use super::*;
 
     /// What the 8 groups of an `iq1_s` block take from their `qh` words besides index bits,
     /// each as 4 bytes to broadcast (a broadcast load is a single load; decoding them one
@@ -365,11 +365,11 @@ mod avx2 {
 mod vnni {
     use std::arch::x86_64::*;
 
-    use super::super::engine::{
-        RaisedPair, deposited_indices, entries4, half, index_word, load16, load32, q8k_vnni_tile,
-    };
     use super::avx2::{PAIR_SPREAD, m_shifts};
     use super::*;
+    use crate::cpu::kernels::x86::byte_tiles::{
+        RaisedPair, deposited_indices, entries4, half, index_word, load16, load32, q8k_vnni_tile,
+    };
 
     /// What every value is raised by: the largest |8g ± 1|.
     const RAISE: i16 = 9;
@@ -526,7 +526,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn bit_deposits_and_plain_indices_agree() {
-        if !crate::cpu::kernels::simd::has_avx2() || !features().bmi2 {
+        if !crate::cpu::kernels::features::features().has_avx2_fma() || !features().bmi2 {
             return;
         }
         let n = 1024;

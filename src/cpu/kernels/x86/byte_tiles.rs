@@ -10,9 +10,9 @@
 
 use std::arch::x86_64::*;
 
-use super::grids::SEVEN_BIT_SIGN_BYTES;
+use crate::cpu::kernels::dot::grids::SEVEN_BIT_SIGN_BYTES;
 use crate::cpu::kernels::dot::prefetch_next_tile;
-use crate::cpu::kernels::simd::avx2::hsum;
+use crate::cpu::kernels::x86::avx2::hsum;
 use crate::quants::half::Half;
 use crate::quants::k_quants::{BlockQ8K, QK_K};
 use crate::quants::q8::BlockQ8_0;
@@ -535,7 +535,7 @@ pub const fn raised16(table: &[i8; 16], raise: u8) -> [i8; 16] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::kernels::dot_iq::test_support::{bytes, q8_0, values};
+    use crate::cpu::kernels::dot::test_support::{bytes, q8_0, values};
 
     /// This processor's VNNI tile gives the AVX2 tile's floats to the bit: the same integer
     /// sums, taken back from the raised products, for the largest raise too.
