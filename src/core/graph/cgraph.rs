@@ -74,8 +74,13 @@ impl GraphPtr {
     }
 
     /// Mutable access for one graph operation.
+    ///
+    /// Crate-private, as [`TensorPtr::get_mut`](crate::core::tensor::TensorPtr::get_mut) and
+    /// for the same reason: nothing in the type stops two handles to one graph from both
+    /// calling it, so the contract is the caller's. Hold the reference for one operation and
+    /// let it go before anything else reads or changes the graph.
     #[allow(clippy::mut_from_ref)]
-    pub fn get_mut(&self) -> &mut Graph {
+    pub(crate) fn get_mut(&self) -> &mut Graph {
         // SAFETY: the handle's contract keeps the graph alive; graph operations are short and
         // do not overlap with another borrow of the same graph.
         unsafe { &mut *self.0.as_ptr() }
