@@ -105,8 +105,9 @@ fn code_only(text: &str) -> String {
             }
             out.push(b' ');
             i += 1;
-        } else if b[i] == b'\'' && char_literal_len(rest).is_some() {
-            let n = char_literal_len(rest).unwrap_or(1);
+        } else if b[i] == b'\''
+            && let Some(n) = char_literal_len(&text[i..])
+        {
             out.extend(std::iter::repeat_n(b' ', n));
             i += n;
         } else {
@@ -125,20 +126,13 @@ fn raw_string_start(rest: &[u8]) -> Option<usize> {
     (rest.get(hashes) == Some(&b'"')).then_some(hashes)
 }
 
-/// The length of a character literal starting here (`'x'`, `'\n'`, `'\u{7f}'`), or `None`
-/// for a lifetime or label.
-fn char_literal_len(rest: &[u8]) -> Option<usize> {
-    if rest.get(1) == Some(&b'\\') {
-        let end = rest[2..].iter().position(|&c| c == b'\'')?;
-        return Some(end + 3);
+/// The length in bytes of a character literal starting here (`'x'`, `'\n'`, `'\u{7f}'`),
+/// or `None` for a lifetime or label.
+fn char_literal_len(rest: &str) -> Option<usize> {
+    match rest[1..].chars().next()? {
+        '\\' => rest.get(3..)?.find('\'').map(|end| end + 4),
+        c => rest[1 + c.len_utf8()..].starts_with('\'').then_some(c.len_utf8() + 2),
     }
-    let len = std::str::from_utf8(&rest[1..rest.len().min(5)]).ok().or_else(|| {
-        // A multi-byte character cut by the window: take the valid prefix.
-        let upto = (1..rest.len().min(5)).rev().find(|&e| std::str::from_utf8(&rest[1..e]).is_ok())?;
-        std::str::from_utf8(&rest[1..upto]).ok()
-    })?;
-    let c = len.chars().next()?;
-    (rest.get(1 + c.len_utf8()) == Some(&b'\'')).then_some(c.len_utf8() + 2)
 }
 
 /// `code` with every `#[cfg(test)]` item blanked out (newlines kept).

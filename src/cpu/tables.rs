@@ -25,8 +25,9 @@ impl<T: Copy, const N: usize> Table<T, N> {
         Table(UnsafeCell::new([zero; N]))
     }
 
-    /// Entry `i`.
-    pub fn get(&self, i: usize) -> T {
+    /// Entry `i` (C code reads the tables directly; only the tests read them from Rust).
+    #[cfg(test)]
+    fn get(&self, i: usize) -> T {
         // SAFETY: reads happen after `fill` (see the `Sync` argument); the index is checked.
         unsafe { (*self.0.get())[i] }
     }

@@ -16,38 +16,13 @@ use crate::backend::reg::RegPtr;
 use crate::backend::tallocr;
 use crate::core::context::Context;
 use crate::core::graph::{Graph, GraphPtr};
+use crate::core::log::abort_at_caller;
 use crate::core::status::Status;
 use crate::core::tensor::Tensor;
 use crate::cpu::device as cpu_device;
-use crate::ffi::handle::{abort_at_caller, arg, opt_arg};
+use crate::ffi::handle::{arg, host_bytes, host_bytes_mut, opt_arg};
 use crate::registry;
 use crate::registry::loader;
-
-/// `len` bytes of caller memory at `ptr` (which may be NULL when `len` is 0).
-#[track_caller]
-fn host_bytes<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
-    if len == 0 {
-        return &[];
-    }
-    if ptr.is_null() {
-        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
-    }
-    // SAFETY: the caller provides `len` readable bytes at `ptr` (the API's contract), valid
-    // until the backend is synchronized.
-    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
-}
-
-#[track_caller]
-fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
-    if len == 0 {
-        return &mut [];
-    }
-    if ptr.is_null() {
-        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
-    }
-    // SAFETY: the caller provides `len` writable bytes at `ptr`, not aliased during the call.
-    unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) }
-}
 
 /// Host bytes spanned by a 2-D copy's runs.
 #[track_caller]

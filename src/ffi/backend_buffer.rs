@@ -9,35 +9,11 @@ use crate::backend::interface::{Buffer, BufferInterface, BufferType, BufferUsage
 use crate::backend::tallocr::Tallocr;
 use crate::backend::{host_buffer, tallocr};
 use crate::core::context::Context;
+use crate::core::log::abort_at_caller;
 use crate::core::op::Op;
 use crate::core::status::Status;
 use crate::core::tensor::Tensor;
-use crate::ffi::handle::{abort_at_caller, arg, opt_arg};
-
-/// `len` bytes of caller memory at `ptr` (which may be NULL when `len` is 0).
-#[track_caller]
-fn host_bytes<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
-    if len == 0 {
-        return &[];
-    }
-    if ptr.is_null() {
-        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
-    }
-    // SAFETY: the caller provides `len` readable bytes at `ptr` (the API's contract).
-    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
-}
-
-#[track_caller]
-fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
-    if len == 0 {
-        return &mut [];
-    }
-    if ptr.is_null() {
-        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
-    }
-    // SAFETY: the caller provides `len` writable bytes at `ptr`, not aliased during the call.
-    unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) }
-}
+use crate::ffi::handle::{arg, host_bytes, host_bytes_mut, opt_arg};
 
 /// The caller's array of `n` buffers.
 #[track_caller]

@@ -7,7 +7,7 @@
 //! SAFETY line is the C caller's contract: ggml trusts its callers to pass live handles, and
 //! so does this layer; NULL is the one misuse it can see.
 
-use std::ffi::{CStr, c_char};
+use std::ffi::{CStr, c_char, c_void};
 use std::ptr::NonNull;
 
 use crate::alloc::Gallocr;
@@ -19,6 +19,7 @@ use crate::backend::reg::RegPtr;
 use crate::backend::tallocr::Tallocr;
 use crate::core::context::Context;
 use crate::core::graph::{Graph, HashSet};
+use crate::core::log::abort_at_caller;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::cpu::plan::Plan;
 use crate::cpu::pool::Threadpool;
@@ -102,7 +103,32 @@ fn null_argument(c_name: &str, export: &'static str) -> ! {
     abort_at_caller(&format!("NULL {c_name} passed to {}", export_of(export)))
 }
 
-pub use crate::core::log::abort_at_caller;
+/// `len` bytes of caller memory at `ptr` (which may be NULL when `len` is 0).
+#[track_caller]
+pub(crate) fn host_bytes<'a>(ptr: *const c_void, len: usize) -> &'a [u8] {
+    if len == 0 {
+        return &[];
+    }
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
+    }
+    // SAFETY: the caller provides `len` readable bytes at `ptr` (the API's contract), valid
+    // for the call (and, for an asynchronous copy, until the backend is synchronized).
+    unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }
+}
+
+/// Mutable counterpart of [`host_bytes`].
+#[track_caller]
+pub(crate) fn host_bytes_mut<'a>(ptr: *mut c_void, len: usize) -> &'a mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
+    if ptr.is_null() {
+        abort_at_caller(&format!("NULL data pointer for {} bytes", len));
+    }
+    // SAFETY: the caller provides `len` writable bytes at `ptr`, not aliased during the call.
+    unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) }
+}
 
 /// Kinds whose Rust side is a handle type of the core (`TensorPtr`, `BackendPtr`, ...), made
 /// by its `from_raw`.
