@@ -12,7 +12,7 @@
 //! ffi                │ the C edge: every exported symbol; C handles become Rust references here
 //! opt                │ training: datasets, optimizer contexts and epochs (ggml-opt)
 //! sched registry     │ the scheduler over several backends; the device list, built-ins, plugins
-//! cpu                │ device backends, one module each (CUDA and RPC join this row)
+//! cpu rpc            │ device backends, one module each (CUDA joins this row)
 //! gguf alloc         │ the model file format; graph memory planning (ggml-alloc)
 //! backend            │ the backend, buffer, device and registry tables; buffers, host buffer, meta device
 //! quants             │ element formats: 16-bit floats, block quantization, the type traits
@@ -36,4 +36,5 @@ mod layering;
 pub mod opt;
 pub mod quants;
 pub mod registry;
+pub mod rpc;
 pub mod sched;
