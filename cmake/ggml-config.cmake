@@ -1,12 +1,16 @@
 # CMake package for ggml-rs, installed as <prefix>/lib/cmake/ggml/ggml-config.cmake by
 # scripts/install. It defines what the reference ggml 0.25.1 package defines (the GGML_*
-# variables of a shared, CPU-only build; GGML_INCLUDE_DIR, GGML_LIB_DIR, GGML_*_LIBRARY; the
-# imported targets ggml::ggml, ggml::ggml-base, ggml::ggml-cpu and ggml::all), so projects such
-# as llama.cpp (LLAMA_USE_SYSTEM_GGML=ON) build against it unchanged.
+# variables of a shared build with the CPU and RPC backends; GGML_INCLUDE_DIR, GGML_LIB_DIR,
+# GGML_*_LIBRARY; the imported targets ggml::ggml, ggml::ggml-base, ggml::ggml-cpu,
+# ggml::ggml-rpc and ggml::all), so projects such as llama.cpp (LLAMA_USE_SYSTEM_GGML=ON, whose
+# rpc-server is built when GGML_RPC is on) build against it unchanged.
 #
-# All code lives in libggml-rs.so.0. libggml-base.so.0, libggml.so.0 and libggml-cpu.so.0 are
-# ELF filters on it that define exactly the reference libraries' symbols, so each target links
-# what the reference's does, and every process has one copy of the library state.
+# All code lives in libggml-rs.so.0. libggml-base.so.0, libggml.so.0, libggml-cpu.so.0 and
+# libggml-rpc.so.0 are ELF filters on it that define exactly the reference libraries' symbols,
+# so each target links what the reference's does, and every process has one copy of the
+# library state. ggml::ggml does not pull in ggml::ggml-rpc: a program that only uses the
+# registry (as llama.cpp's --rpc does) then needs the same libraries as on a stock, CPU-only
+# ggml, and runs on either; a program that calls ggml-rpc.h directly links ggml::ggml-rpc.
 #
 # The file is relocatable: every path is derived from its own location.
 
@@ -41,7 +45,7 @@ set(GGML_IMPLEMENTATION "ggml-rs")
 set(GGML_SHARED_LIB "ON")
 set(GGML_STATIC "OFF")
 set(GGML_STANDALONE "ON")
-set(GGML_AVAILABLE_BACKENDS "ggml-cpu")
+set(GGML_AVAILABLE_BACKENDS "ggml-cpu;ggml-rpc")
 set(GGML_BACKEND_DL "OFF")
 set(GGML_BACKEND_DIR "")
 set(GGML_CPU "ON")
@@ -63,7 +67,8 @@ set(GGML_METAL "OFF")
 set(GGML_MUSA "OFF")
 set(GGML_OPENCL "OFF")
 set(GGML_OPENVINO "OFF")
-set(GGML_RPC "OFF")
+set(GGML_RPC "ON")
+set(GGML_RPC_RDMA "OFF")
 set(GGML_SYCL "OFF")
 set(GGML_VIRTGPU "OFF")
 set(GGML_VULKAN "OFF")
@@ -77,7 +82,7 @@ set(GGML_SANITIZE_THREAD "OFF")
 set(GGML_SANITIZE_UNDEFINED "OFF")
 set(GGML_BUILD_TESTS "OFF")
 set(GGML_BUILD_EXAMPLES "OFF")
-set(GGML_PUBLIC_HEADERS "include/ggml.h;include/ggml-cpu.h;include/ggml-alloc.h;include/ggml-backend.h;include/ggml-cpp.h;include/ggml-cuda.h;include/ggml-opt.h;include/gguf.h")
+set(GGML_PUBLIC_HEADERS "include/ggml.h;include/ggml-cpu.h;include/ggml-alloc.h;include/ggml-backend.h;include/ggml-cpp.h;include/ggml-cuda.h;include/ggml-opt.h;include/ggml-rpc.h;include/gguf.h")
 
 include(CMakeFindDependencyMacro)
 find_dependency(Threads)
@@ -90,9 +95,10 @@ set_and_check(GGML_LIB_DIR "${PACKAGE_PREFIX_DIR}/lib")
 set(GGML_LIBRARY "${GGML_LIB_DIR}/libggml.so")
 set(GGML_BASE_LIBRARY "${GGML_LIB_DIR}/libggml-base.so")
 set(GGML_CPU_LIBRARY "${GGML_LIB_DIR}/libggml-cpu.so")
+set(GGML_RPC_LIBRARY "${GGML_LIB_DIR}/libggml-rpc.so")
 
 if(NOT TARGET ggml::ggml)
-  foreach(_ggml_lib ggml ggml-base ggml-cpu)
+  foreach(_ggml_lib ggml ggml-base ggml-cpu ggml-rpc)
     if(NOT EXISTS "${GGML_LIB_DIR}/lib${_ggml_lib}.so.0")
       set(ggml_FOUND FALSE)
       set(ggml_NOT_FOUND_MESSAGE "${GGML_LIB_DIR}/lib${_ggml_lib}.so.0 is missing")
@@ -126,10 +132,19 @@ if(NOT TARGET ggml::ggml)
       INTERFACE_INCLUDE_DIRECTORIES "${GGML_INCLUDE_DIR}"
       INTERFACE_LINK_LIBRARIES "ggml::ggml-base;ggml::ggml-cpu")
 
+  add_library(ggml::ggml-rpc SHARED IMPORTED)
+  set_target_properties(ggml::ggml-rpc
+    PROPERTIES
+      IMPORTED_LOCATION "${GGML_LIB_DIR}/libggml-rpc.so.0"
+      IMPORTED_SONAME "libggml-rpc.so.0"
+      INTERFACE_INCLUDE_DIRECTORIES "${GGML_INCLUDE_DIR}"
+      INTERFACE_LINK_LIBRARIES "ggml::ggml-base")
+  message(STATUS "Found ${GGML_LIB_DIR}/libggml-rpc.so.0")
+
   add_library(ggml::all INTERFACE IMPORTED)
   set_target_properties(ggml::all
     PROPERTIES
-      INTERFACE_LINK_LIBRARIES "ggml::ggml-cpu")
+      INTERFACE_LINK_LIBRARIES "ggml::ggml-cpu;ggml::ggml-rpc")
 endif()
 
 check_required_components(ggml)

@@ -2,11 +2,12 @@
 //! list its devices. The process-wide list of registries is [`crate::registry`], above the
 //! devices; the handle lives here so that devices and the meta device can name their own.
 
+use std::cell::UnsafeCell;
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr::NonNull;
 
 use super::device::{lossy, required};
-use super::interface::{Device, Reg};
+use super::interface::{Device, GGML_BACKEND_API_VERSION, Reg, RegInterface};
 
 /// A handle to a `ggml_backend_reg`.
 ///
@@ -70,5 +71,28 @@ impl RegPtr {
             Some(f) => unsafe { f(self.as_ptr(), name.as_ptr()) },
             None => std::ptr::null_mut(),
         }
+    }
+}
+
+/// A registry defined as a `static` (a backend's base registry). C code receives a mutable
+/// pointer to it, as to ggml's own static registries, so the value sits in an `UnsafeCell`.
+pub struct StaticReg(UnsafeCell<Reg>);
+
+// SAFETY: nothing in this library writes to a static registry after start-up; what C code may
+// do through the pointer it gets is the same as with ggml's own statics.
+unsafe impl Sync for StaticReg {}
+
+impl StaticReg {
+    pub const fn new(iface: RegInterface) -> StaticReg {
+        StaticReg(UnsafeCell::new(Reg { api_version: GGML_BACKEND_API_VERSION, iface, context: std::ptr::null_mut() }))
+    }
+
+    pub const fn as_ptr(&'static self) -> *mut Reg {
+        self.0.get()
+    }
+
+    pub fn handle(&'static self) -> RegPtr {
+        // SAFETY: a static is never null and lives for the whole process.
+        RegPtr(unsafe { NonNull::new_unchecked(self.0.get()) })
     }
 }

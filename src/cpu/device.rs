@@ -9,31 +9,27 @@ use std::sync::LazyLock;
 use crate::backend::buffer::BufferTypePtr;
 use crate::backend::host_buffer::{cpu_buffer_from_ptr, cpu_buffer_type};
 use crate::backend::interface::{
-    Backend, Buffer, BufferType, DevCaps, DevProps, DevType, Device, DeviceInterface, GGML_BACKEND_API_VERSION, Reg,
+    Backend, Buffer, BufferType, DevCaps, DevProps, DevType, Device, DeviceInterface, Reg,
     RegInterface,
 };
-use crate::backend::reg::RegPtr;
+use crate::backend::reg::{RegPtr, StaticReg};
 use crate::core::tensor::Tensor;
 use crate::cpu::repack;
 
-/// A registry or device defined as a `static`. C code receives mutable pointers to these (as
-/// to ggml's own statics), so the value sits in an `UnsafeCell`.
+/// The device defined as a `static`. C code receives mutable pointers to it (as to ggml's own
+/// statics), so the value sits in an `UnsafeCell`.
 struct Shared<T>(UnsafeCell<T>);
 
-// SAFETY: nothing in this library writes to the CPU registry or device after start-up; what
+// SAFETY: nothing in this library writes to the CPU device after start-up; what
 // C code may do through the pointers it gets is the same as with ggml's own statics.
 unsafe impl<T> Sync for Shared<T> {}
 
-static CPU_REG: Shared<Reg> = Shared(UnsafeCell::new(Reg {
-    api_version: GGML_BACKEND_API_VERSION,
-    iface: RegInterface {
-        get_name: Some(reg_get_name),
-        get_device_count: Some(reg_get_device_count),
-        get_device: Some(reg_get_device),
-        get_proc_address: Some(reg_get_proc_address),
-    },
-    context: std::ptr::null_mut(),
-}));
+static CPU_REG: StaticReg = StaticReg::new(RegInterface {
+    get_name: Some(reg_get_name),
+    get_device_count: Some(reg_get_device_count),
+    get_device: Some(reg_get_device),
+    get_proc_address: Some(reg_get_proc_address),
+});
 
 static CPU_DEVICE: Shared<Device> = Shared(UnsafeCell::new(Device {
     iface: DeviceInterface {
@@ -53,14 +49,13 @@ static CPU_DEVICE: Shared<Device> = Shared(UnsafeCell::new(Device {
         event_free: None,
         event_synchronize: None,
     },
-    reg: CPU_REG.0.get(),
+    reg: CPU_REG.as_ptr(),
     context: std::ptr::null_mut(),
 }));
 
 /// The CPU registry (`ggml_backend_cpu_reg`).
 pub fn cpu_reg() -> RegPtr {
-    // SAFETY: a static lives for the whole process.
-    unsafe { RegPtr::from_raw(CPU_REG.0.get()) }.unwrap_or_else(|| unreachable!("statics are never null"))
+    CPU_REG.handle()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -210,6 +205,7 @@ unsafe extern "C" fn dev_supports_buft(_dev: *mut Device, buft: *mut BufferType)
 mod tests {
     use super::*;
     use crate::backend::device::DevicePtr;
+    use crate::backend::interface::GGML_BACKEND_API_VERSION;
 
     #[test]
     fn model_name_is_trimmed_first_entry() {

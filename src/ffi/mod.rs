@@ -24,6 +24,7 @@ pub mod op;
 pub mod ops;
 pub mod opt;
 pub mod quants;
+pub mod rpc;
 pub mod sched;
 pub mod status;
 pub mod tensor;

@@ -6,5 +6,6 @@ use crate::backend::reg::RegPtr;
 
 /// The registries listed before any plugin is loaded.
 pub fn regs() -> Vec<RegPtr> {
-    vec![crate::cpu::device::cpu_reg()]
+    // ggml's order when RPC is built in: RPC before the CPU
+    vec![crate::rpc::client::registry::base(), crate::cpu::device::cpu_reg()]
 }

@@ -7,8 +7,8 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, ToSoc
 
 use super::wire::{Command, parse_endpoint};
 
-/// Requests up to this size go out in one write (one segment with `TCP_NODELAY`); larger
-/// ones are written as header then payload, without copying the payload.
+/// Messages up to this size go out in one write (one segment with `TCP_NODELAY`); larger
+/// parts are written as they are, without copying them.
 const COALESCE_LIMIT: usize = 64 * 1024;
 
 /// One end of a connection: TCP in use, any byte stream in tests and fuzzing.
@@ -47,18 +47,26 @@ impl<S: Read + Write> Stream<S> {
     }
 
     pub fn send_request(&mut self, command: Command, payload: &[u8]) -> io::Result<()> {
-        let mut header = [0u8; 9];
-        header[0] = command as u8;
-        header[1..].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-        if payload.len() <= COALESCE_LIMIT {
-            let mut message = Vec::with_capacity(header.len() + payload.len());
-            message.extend_from_slice(&header);
-            message.extend_from_slice(payload);
-            self.0.write_all(&message)
-        } else {
-            self.0.write_all(&header)?;
-            self.0.write_all(payload)
+        self.send_request_parts(command, &[payload])
+    }
+
+    /// Sends a request whose payload is the concatenation of `parts` (a header and the bytes
+    /// it describes, without copying the bytes).
+    pub fn send_request_parts(&mut self, command: Command, parts: &[&[u8]]) -> io::Result<()> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let mut message = Vec::with_capacity(9 + len.min(COALESCE_LIMIT));
+        message.push(command as u8);
+        message.extend_from_slice(&(len as u64).to_le_bytes());
+        for part in parts {
+            if message.len() + part.len() <= COALESCE_LIMIT {
+                message.extend_from_slice(part);
+            } else {
+                self.0.write_all(&message)?;
+                message.clear();
+                self.0.write_all(part)?;
+            }
         }
+        self.0.write_all(&message)
     }
 
     /// Reads a reply into `out`, which must be exactly the size the reply announces.
