@@ -105,10 +105,12 @@ use crate::core::types::Type;
 
 /// Whether `ty` is one of the weight formats of the list.
 pub fn is_weight_format(ty: Type) -> bool {
-    fn listed<B>() -> bool {
-        true
+    macro_rules! any_weight {
+        (weights { $($w:ident => $wb:ty,)* } activations { $($activations:tt)* }) => {
+            matches!(ty, $(Type::$w)|*)
+        };
     }
-    with_weight_format!(ty, listed(), _ => false)
+    block_formats!(any_weight! {})
 }
 
 #[cfg(test)]
