@@ -150,7 +150,8 @@ pub extern "C" fn ggml_validate_row_data(type_: Type, data: *const c_void, nbyte
 
 // ---- per-format row functions ----
 
-/// `nrow` rows of `n_per_row` values, importance-weighted when `quant_weights` is not NULL.
+/// `nrow` rows of `n_per_row` values through the format's `ggml_quantize_chunk` quantizer,
+/// importance-weighted when `quant_weights` is not NULL.
 #[track_caller]
 fn quantize_weighted<B: BlockFormat>(
     src: *const f32,
@@ -158,23 +159,6 @@ fn quantize_weighted<B: BlockFormat>(
     nrow: i64,
     n_per_row: i64,
     quant_weights: *const f32,
-) -> usize {
-    quantize_weighted_with(src, dst, nrow, n_per_row, quant_weights, quants::quantize_rows::<B>)
-}
-
-/// A format's whole-row quantizer: rows of `n_per_row` values into blocks, with an optional
-/// importance matrix; returns the bytes written (`quants::quantize_rows`' signature).
-type RowQuantizer<B> = fn(&[f32], &mut [B], usize, Option<&[f32]>) -> usize;
-
-/// [`quantize_weighted`] through a format's own row quantizer.
-#[track_caller]
-fn quantize_weighted_with<B: BlockFormat>(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-    rows: RowQuantizer<B>,
 ) -> usize {
     if nrow < 0 || n_per_row <= 0 {
         abort_at_caller(&format!("{nrow} rows of {n_per_row} values"));
@@ -191,7 +175,7 @@ fn quantize_weighted_with<B: BlockFormat>(
             (!quant_weights.is_null()).then(|| slice(quant_weights, n_per_row)),
         )
     };
-    rows(src, blocks, n_per_row as usize, weights)
+    B::quantize_chunk(src, blocks, n_per_row as usize, weights)
 }
 
 /// ggml's per-type row functions, exported under the reference's names: the reference
@@ -305,6 +289,7 @@ weighted_quantizers! {
     quantize_nvfp4 => BlockNvfp4,
     quantize_tq1_0 => BlockTq1_0,
     quantize_tq2_0 => BlockTq2_0,
+    quantize_iq4_nl => BlockIq4Nl,
     quantize_iq4_xs => BlockIq4Xs,
     quantize_iq2_xxs => BlockIq2Xxs,
     quantize_iq2_xs => BlockIq2Xs,
@@ -333,17 +318,6 @@ pub extern "C" fn quantize_row_iq4_nl_ref(x: *const f32, y: *mut BlockIq4Nl, k: 
     // SAFETY: as above.
     let (x, blocks) = unsafe { (slice(x, k), slice_mut(y, blocks_for::<BlockIq4Nl>(k))) };
     iq4::quantize_row_nl_ref(x, blocks);
-}
-
-#[unsafe(no_mangle)]
-pub extern "C" fn quantize_iq4_nl(
-    src: *const f32,
-    dst: *mut c_void,
-    nrow: i64,
-    n_per_row: i64,
-    quant_weights: *const f32,
-) -> usize {
-    quantize_weighted_with(src, dst, nrow, n_per_row, quant_weights, iq4::quantize_rows_nl)
 }
 
 // ---- the lattice-grid tables that ggml_quantize_init builds ----

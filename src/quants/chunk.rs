@@ -1,76 +1,28 @@
 //! `ggml_quantize_chunk` and its companions: converting whole rows of `f32` to any storage
 //! type, optionally guided by an importance matrix.
 
-use super::fp4::{BlockMxfp4, BlockNvfp4};
+use super::formats::{is_weight_format, with_weight_format};
 use super::half::{fp32_to_bf16, fp32_to_fp16};
-use super::iq_grids;
-use super::iq1::{BlockIq1M, BlockIq1S};
-use super::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
-use super::iq3::{BlockIq3S, BlockIq3Xxs};
-use super::iq4::{self, BlockIq4Xs};
-use super::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
-use super::low_bit::{BlockQ1_0, BlockQ2_0};
-use super::q4::{BlockQ4_0, BlockQ4_1};
-use super::q5::{BlockQ5_0, BlockQ5_1};
-use super::q8::BlockQ8_0;
-use super::ternary::{BlockTq1_0, BlockTq2_0};
-use super::{blocks_mut, quantize_rows};
+use super::{BlockFormat, blocks_mut, iq_grids};
 use crate::core::types::Type;
 
 /// Types whose quantizers cannot work without an importance matrix.
 pub fn requires_imatrix(ty: Type) -> bool {
-    ty == Type::IQ2_XXS || ty == Type::IQ2_XS || ty == Type::IQ1_S
+    fn needs<B: BlockFormat>() -> bool {
+        B::NEEDS_IMATRIX
+    }
+    with_weight_format!(ty, needs(), _ => false)
 }
 
-/// Whether `ggml_quantize_chunk` converts to `ty` in this implementation.
+/// Whether `ggml_quantize_chunk` converts to `ty`: the float types and the weight formats;
+/// the rest are compute-only or activation-only types.
 pub fn is_supported(ty: Type) -> bool {
-    [
-        Type::F32,
-        Type::F16,
-        Type::BF16,
-        Type::Q4_0,
-        Type::Q4_1,
-        Type::Q5_0,
-        Type::Q5_1,
-        Type::Q8_0,
-        Type::Q2_K,
-        Type::Q3_K,
-        Type::Q4_K,
-        Type::Q5_K,
-        Type::Q6_K,
-        Type::Q1_0,
-        Type::Q2_0,
-        Type::MXFP4,
-        Type::NVFP4,
-        Type::TQ1_0,
-        Type::TQ2_0,
-        Type::IQ4_NL,
-        Type::IQ4_XS,
-        Type::IQ2_XXS,
-        Type::IQ2_XS,
-        Type::IQ2_S,
-        Type::IQ3_XXS,
-        Type::IQ3_S,
-        Type::IQ1_S,
-        Type::IQ1_M,
-    ]
-    .contains(&ty)
-}
-
-/// Whether ggml can quantize to `ty` at all (the types it converts through
-/// `ggml_quantize_chunk`); the rest are compute-only or storage-only types.
-fn is_quantization_target(ty: Type) -> bool {
-    is_supported(ty)
-        || [Type::IQ2_XXS, Type::IQ2_XS, Type::IQ3_XXS, Type::IQ3_S, Type::IQ2_S, Type::IQ1_S, Type::IQ1_M]
-            .contains(&ty)
+    matches!(ty, Type::F32 | Type::F16 | Type::BF16) || is_weight_format(ty)
 }
 
 /// Aborts unless [`quantize_chunk`] can convert to `ty`.
 pub fn check_supported(ty: Type) {
     if !is_supported(ty) {
-        if is_quantization_target(ty) {
-            crate::ggml_abort!("quantization to {} is not supported yet", ty.name());
-        }
         crate::ggml_abort!("ggml_quantize_chunk: {} is not a type that rows can be quantized to", ty.name());
     }
 }
@@ -91,36 +43,16 @@ pub fn free() {
 pub fn quantize_chunk(ty: Type, src: &[f32], dst: &mut [u8], n_per_row: usize, imatrix: Option<&[f32]>) -> usize {
     check_supported(ty);
     init(ty);
+    fn rows<B: BlockFormat>(src: &[f32], dst: &mut [u8], n_per_row: usize, imatrix: Option<&[f32]>) -> usize {
+        B::quantize_chunk(src, blocks_mut(dst), n_per_row, imatrix)
+    }
     let written = match ty {
-        Type::Q4_0 => quantize_rows::<BlockQ4_0>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q4_1 => quantize_rows::<BlockQ4_1>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q5_0 => quantize_rows::<BlockQ5_0>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q5_1 => quantize_rows::<BlockQ5_1>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q8_0 => quantize_rows::<BlockQ8_0>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q2_K => quantize_rows::<BlockQ2K>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q3_K => quantize_rows::<BlockQ3K>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q4_K => quantize_rows::<BlockQ4K>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q5_K => quantize_rows::<BlockQ5K>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q6_K => quantize_rows::<BlockQ6K>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q1_0 => quantize_rows::<BlockQ1_0>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::Q2_0 => quantize_rows::<BlockQ2_0>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::MXFP4 => quantize_rows::<BlockMxfp4>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::NVFP4 => quantize_rows::<BlockNvfp4>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::TQ1_0 => quantize_rows::<BlockTq1_0>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::TQ2_0 => quantize_rows::<BlockTq2_0>(src, blocks_mut(dst), n_per_row, imatrix),
-        // iq4_nl searches harder here than its reference quantizer, even without an imatrix.
-        Type::IQ4_NL => iq4::quantize_rows_nl(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::IQ4_XS => quantize_rows::<BlockIq4Xs>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::IQ2_XXS => quantize_rows::<BlockIq2Xxs>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::IQ2_XS => quantize_rows::<BlockIq2Xs>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::IQ2_S => quantize_rows::<BlockIq2S>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::IQ3_XXS => quantize_rows::<BlockIq3Xxs>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::IQ3_S => quantize_rows::<BlockIq3S>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::IQ1_S => quantize_rows::<BlockIq1S>(src, blocks_mut(dst), n_per_row, imatrix),
-        Type::IQ1_M => quantize_rows::<BlockIq1M>(src, blocks_mut(dst), n_per_row, imatrix),
         Type::F16 => store_elements(src, dst, |x| fp32_to_fp16(x).to_le_bytes()),
         Type::BF16 => store_elements(src, dst, |x| fp32_to_bf16(x).bits.to_le_bytes()),
-        _ => store_elements(src, dst, f32::to_le_bytes), // F32
+        // (the rest is F32: `check_supported` let no other type through)
+        _ => {
+            with_weight_format!(ty, rows(src, dst, n_per_row, imatrix), _ => store_elements(src, dst, f32::to_le_bytes))
+        }
     };
     let expected = ty.row_size(n_per_row as i64) * (src.len() / n_per_row.max(1));
     crate::ggml_assert!(written == expected, "wrote {} bytes of {} for {}", written, expected, ty.name());

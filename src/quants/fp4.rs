@@ -12,6 +12,7 @@
 
 use super::BlockFormat;
 use super::search::truncate_to_byte;
+use super::validate::BlockCheck;
 use crate::core::types::Type;
 
 const QK_MX: usize = 32;
@@ -155,6 +156,7 @@ fn unpack_codes(bytes: &[u8], scale: f32, y: &mut [f32]) {
 unsafe impl BlockFormat for BlockMxfp4 {
     const TYPE: Type = Type::MXFP4;
     const QK: usize = QK_MX;
+    const CHECK: BlockCheck = BlockCheck::E8m0Scale;
 
     fn quantize(x: &[f32]) -> Self {
         let amax = absmax(x);
@@ -177,6 +179,8 @@ unsafe impl BlockFormat for BlockMxfp4 {
 unsafe impl BlockFormat for BlockNvfp4 {
     const TYPE: Type = Type::NVFP4;
     const QK: usize = QK_NV;
+    // (ggml checks nothing in its blocks)
+    const CHECK: BlockCheck = BlockCheck::Nothing;
 
     fn quantize(x: &[f32]) -> Self {
         let mut b = BlockNvfp4::default();

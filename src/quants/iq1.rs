@@ -22,7 +22,9 @@ use super::iq_grids::{self, Grid, Lookup, Neighbours, check_scale, points8};
 use super::iq2::missing_imatrix;
 use super::k_quants::{QK_K, sum_squares};
 use super::search::nearest_int;
+use super::validate::BlockCheck;
 use crate::core::types::Type;
+use std::mem::offset_of;
 
 /// The shift applied to grid values.
 const DELTA: f32 = 0.125;
@@ -308,6 +310,8 @@ impl BlockIq1S {
 unsafe impl BlockFormat for BlockIq1S {
     const TYPE: Type = Type::IQ1_S;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockIq1S, d)]);
+    const NEEDS_IMATRIX: bool = true;
 
     /// ggml has no quantizer for this format without an importance matrix.
     fn quantize(x: &[f32]) -> Self {
@@ -482,6 +486,9 @@ impl BlockIq1M {
 unsafe impl BlockFormat for BlockIq1M {
     const TYPE: Type = Type::IQ1_M;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::Iq1mScale;
+    // (ggml lists none for iq1_m, though it quantizes without an importance matrix)
+    const REF_QUANTIZER: bool = false;
 
     /// ggml's `quantize_iq1_m` without an importance matrix (x² weights); ggml itself lists no
     /// reference row quantizer for this type.

@@ -22,8 +22,10 @@ use super::iq_grids::{
 use super::k_quants::search::positive_scale;
 use super::k_quants::{QK_K, sum_squares};
 use super::search::GROUP_MAX_EPS;
+use super::validate::BlockCheck;
 use super::{block_weights, c_max};
 use crate::core::types::Type;
+use std::mem::offset_of;
 
 /// The value of each coordinate level of the 2-bit grids.
 pub(crate) const GRID_VALUES: [u8; 3] = [0x08, 0x19, 0x2b];
@@ -187,6 +189,8 @@ impl BlockIq2Xxs {
 unsafe impl BlockFormat for BlockIq2Xxs {
     const TYPE: Type = Type::IQ2_XXS;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockIq2Xxs, d)]);
+    const NEEDS_IMATRIX: bool = true;
 
     /// ggml has no quantizer for this format without an importance matrix.
     fn quantize(x: &[f32]) -> Self {
@@ -287,6 +291,8 @@ impl BlockIq2Xs {
 unsafe impl BlockFormat for BlockIq2Xs {
     const TYPE: Type = Type::IQ2_XS;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockIq2Xs, d)]);
+    const NEEDS_IMATRIX: bool = true;
 
     /// ggml has no quantizer for this format without an importance matrix.
     fn quantize(x: &[f32]) -> Self {
@@ -366,6 +372,7 @@ impl BlockIq2S {
 unsafe impl BlockFormat for BlockIq2S {
     const TYPE: Type = Type::IQ2_S;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockIq2S, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         BlockIq2S::quantize_with(x, None, &iq_grids::neighbours(Grid::Iq2S))

@@ -20,7 +20,9 @@ use super::iq_grids::{
     signs_from_seven,
 };
 use super::k_quants::{QK_K, sum_squares};
+use super::validate::BlockCheck;
 use crate::core::types::Type;
+use std::mem::offset_of;
 
 /// What each coordinate level of the `iq3_xxs` grid stands for.
 pub(crate) const XXS_VALUES: [u8; 8] = [4, 12, 20, 28, 36, 44, 52, 62];
@@ -153,6 +155,7 @@ impl BlockIq3Xxs {
 unsafe impl BlockFormat for BlockIq3Xxs {
     const TYPE: Type = Type::IQ3_XXS;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockIq3Xxs, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         BlockIq3Xxs::quantize_with(x, None, &iq_grids::neighbours(Grid::Iq3Xxs))
@@ -240,6 +243,7 @@ impl BlockIq3S {
 unsafe impl BlockFormat for BlockIq3S {
     const TYPE: Type = Type::IQ3_S;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockIq3S, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         BlockIq3S::quantize_with(x, None, &iq_grids::neighbours(Grid::Iq3S))

@@ -12,8 +12,10 @@
 
 use super::half::Half;
 use super::search::{GROUP_MAX_EPS, nearest_int};
+use super::validate::BlockCheck;
 use super::{BlockFormat, block_weights};
 use crate::core::types::Type;
+use std::mem::offset_of;
 
 const QK_NL: usize = 32;
 const QK_XS: usize = 256;
@@ -243,6 +245,7 @@ impl BlockIq4Xs {
 unsafe impl BlockFormat for BlockIq4Nl {
     const TYPE: Type = Type::IQ4_NL;
     const QK: usize = QK_NL;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockIq4Nl, d)]);
 
     /// The reference quantizer on a block by itself. A (nearly) all-zero block gets the codes
     /// of 0.0; within a row, [`quantize_row_nl_ref`] repeats the previous block's codes as
@@ -262,12 +265,17 @@ unsafe impl BlockFormat for BlockIq4Nl {
             *block = quantize_nl(xb, Some(qw), Effort::Full, &mut codes);
         }
     }
+
+    fn quantize_chunk(src: &[f32], dst: &mut [Self], n_per_row: usize, imatrix: Option<&[f32]>) -> usize {
+        quantize_rows_nl(src, dst, n_per_row, imatrix)
+    }
 }
 
 // SAFETY: repr(C) of a Half and byte arrays: 136 bytes, alignment 1, any bits valid.
 unsafe impl BlockFormat for BlockIq4Xs {
     const TYPE: Type = Type::IQ4_XS;
     const QK: usize = QK_XS;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockIq4Xs, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         quantize_xs(x, None)
@@ -303,10 +311,10 @@ pub fn quantize_row_nl_ref(x: &[f32], y: &mut [BlockIq4Nl]) {
     }
 }
 
-/// ggml's `quantize_iq4_nl` (what `ggml_quantize_chunk` uses): unlike the other formats it
-/// runs the full search even without an importance matrix (weights x² then), so its output
-/// differs from [`quantize_row_nl_ref`]. Returns the bytes written.
-pub fn quantize_rows_nl(src: &[f32], dst: &mut [BlockIq4Nl], n_per_row: usize, imatrix: Option<&[f32]>) -> usize {
+/// ggml's `quantize_iq4_nl` (the format's [`BlockFormat::quantize_chunk`]): unlike the other
+/// formats it runs the full search even without an importance matrix (weights x² then), so its
+/// output differs from [`quantize_row_nl_ref`]. Returns the bytes written.
+fn quantize_rows_nl(src: &[f32], dst: &mut [BlockIq4Nl], n_per_row: usize, imatrix: Option<&[f32]>) -> usize {
     match imatrix {
         Some(_) => super::quantize_rows(src, dst, n_per_row, imatrix),
         None => {

@@ -6,7 +6,9 @@
 
 use super::BlockFormat;
 use super::half::Half;
+use super::validate::BlockCheck;
 use crate::core::types::Type;
+use std::mem::offset_of;
 
 const QK1: usize = 128;
 const QK2: usize = 64;
@@ -41,6 +43,7 @@ pub(crate) fn truncate_to_int(x: f32) -> i32 {
 unsafe impl BlockFormat for BlockQ1_0 {
     const TYPE: Type = Type::Q1_0;
     const QK: usize = QK1;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ1_0, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         let mut sum_abs = 0.0f32;
@@ -69,6 +72,7 @@ unsafe impl BlockFormat for BlockQ1_0 {
 unsafe impl BlockFormat for BlockQ2_0 {
     const TYPE: Type = Type::Q2_0;
     const QK: usize = QK2;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ2_0, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         let mut amax = 0.0f32;

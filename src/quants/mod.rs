@@ -4,10 +4,12 @@
 //! Each block format is one type implementing [`BlockFormat`] (in `q4`, `q5`, `q8`, `low_bit`
 //! for q1_0/q2_0, `fp4` for mxfp4/nvfp4, `iq4` for iq4_nl/iq4_xs, `ternary` for tq1_0/tq2_0,
 //! and the super-block formats in `k_quants`); the row helpers here lay those blocks over byte buffers
-//! and walk rows of them. `chunk` is `ggml_quantize_chunk`, `traits` the `struct
-//! ggml_type_traits` table, `validate` the NaN/inf scan of `ggml_validate_row_data`.
+//! and walk rows of them. `formats` lists them all, once, and generates the per-type matches
+//! over them. `chunk` is `ggml_quantize_chunk`, `traits` the `struct ggml_type_traits` table,
+//! `validate` the NaN/inf scan of `ggml_validate_row_data`.
 
 pub mod chunk;
+pub mod formats;
 pub mod fp4;
 pub mod half;
 pub mod iq1;
@@ -48,11 +50,28 @@ pub unsafe trait BlockFormat: Copy + Default {
     /// Writes the block's `QK` values to `y`.
     fn dequantize(&self, y: &mut [f32]);
 
+    /// Where `ggml_validate_row_data` looks for NaN and infinity in a block.
+    const CHECK: validate::BlockCheck;
+
+    /// Whether quantizing needs an importance matrix (`ggml_quantize_requires_imatrix`).
+    const NEEDS_IMATRIX: bool = false;
+
+    /// Whether ggml's type traits offer [`BlockFormat::quantize`] as the format's reference
+    /// row quantizer (`from_float_ref`): by default those of the formats that can quantize
+    /// without an importance matrix.
+    const REF_QUANTIZER: bool = !Self::NEEDS_IMATRIX;
+
     /// Quantizes one whole row, `weights` giving the importance of each column (an imatrix
     /// row). Formats without an importance-aware search ignore the weights.
     fn quantize_row_weighted(x: &[f32], y: &mut [Self], weights: &[f32]) {
         let _ = weights;
         quantize_row(x, y);
+    }
+
+    /// Quantizes rows as `ggml_quantize_chunk` and ggml's `quantize_<t>` do, returning the
+    /// bytes written: by default [`quantize_rows`].
+    fn quantize_chunk(src: &[f32], dst: &mut [Self], n_per_row: usize, imatrix: Option<&[f32]>) -> usize {
+        quantize_rows(src, dst, n_per_row, imatrix)
     }
 }
 

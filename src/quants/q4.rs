@@ -3,8 +3,10 @@
 
 use super::half::Half;
 use super::search::{self, Search, Sweep, Weighting};
+use super::validate::BlockCheck;
 use super::{BlockFormat, block_weights, inverse, mean_square, min_max, signed_absmax};
 use crate::core::types::Type;
+use std::mem::offset_of;
 
 const QK: usize = 32;
 
@@ -42,6 +44,7 @@ fn level(v: f32, bias: f32) -> u8 {
 unsafe impl BlockFormat for BlockQ4_0 {
     const TYPE: Type = Type::Q4_0;
     const QK: usize = QK;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ4_0, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         let d = signed_absmax(x) / -8.0;
@@ -75,6 +78,7 @@ pub(crate) const AFFINE_SWEEP: Sweep = Sweep { rmin: -0.9, rdelta: 0.05, nstep: 
 unsafe impl BlockFormat for BlockQ4_1 {
     const TYPE: Type = Type::Q4_1;
     const QK: usize = QK;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ4_1, d), offset_of!(BlockQ4_1, m)]);
 
     fn quantize(x: &[f32]) -> Self {
         let (min, max) = min_max(x);

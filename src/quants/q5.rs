@@ -5,8 +5,10 @@
 use super::half::Half;
 use super::q4::AFFINE_SWEEP;
 use super::search::{self, Search, Weighting};
+use super::validate::BlockCheck;
 use super::{BlockFormat, block_weights, inverse, mean_square, min_max, signed_absmax};
 use crate::core::types::Type;
+use std::mem::offset_of;
 
 const QK: usize = 32;
 
@@ -57,6 +59,7 @@ fn unpack(qh: [u8; 4], qs: &[u8; QK / 2], j: usize) -> (i32, i32) {
 unsafe impl BlockFormat for BlockQ5_0 {
     const TYPE: Type = Type::Q5_0;
     const QK: usize = QK;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ5_0, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         let d = signed_absmax(x) / -16.0;
@@ -91,6 +94,7 @@ unsafe impl BlockFormat for BlockQ5_0 {
 unsafe impl BlockFormat for BlockQ5_1 {
     const TYPE: Type = Type::Q5_1;
     const QK: usize = QK;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ5_1, d), offset_of!(BlockQ5_1, m)]);
 
     fn quantize(x: &[f32]) -> Self {
         let (min, max) = min_max(x);

@@ -3,8 +3,10 @@
 
 use super::half::Half;
 use super::search::round_to_byte;
+use super::validate::BlockCheck;
 use super::{BlockFormat, c_max, inverse};
 use crate::core::types::Type;
+use std::mem::offset_of;
 
 const QK: usize = 32;
 
@@ -48,6 +50,7 @@ fn expand(d: Half, qs: &[u8; QK], y: &mut [f32]) {
 unsafe impl BlockFormat for BlockQ8_0 {
     const TYPE: Type = Type::Q8_0;
     const QK: usize = QK;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ8_0, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         let (d, qs) = quantize_symmetric(x);
@@ -63,6 +66,8 @@ unsafe impl BlockFormat for BlockQ8_0 {
 unsafe impl BlockFormat for BlockQ8_1 {
     const TYPE: Type = Type::Q8_1;
     const QK: usize = QK;
+    // (ggml validates no q8_1 rows)
+    const CHECK: BlockCheck = BlockCheck::Rejected;
 
     fn quantize(x: &[f32]) -> Self {
         let (d, qs) = quantize_symmetric(x);

@@ -12,8 +12,10 @@
 //! Neither format has an importance-aware search: with an imatrix they quantize as without.
 
 use super::half::Half;
+use super::validate::BlockCheck;
 use super::{BlockFormat, c_max};
 use crate::core::types::Type;
+use std::mem::offset_of;
 
 const QK: usize = 256;
 
@@ -116,6 +118,7 @@ fn unpack_trits(bytes: &[u8], trits: usize, d: f32, y: &mut [f32]) {
 unsafe impl BlockFormat for BlockTq1_0 {
     const TYPE: Type = Type::TQ1_0;
     const QK: usize = QK;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockTq1_0, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         let (d, id) = scale_of(x);
@@ -138,6 +141,7 @@ unsafe impl BlockFormat for BlockTq1_0 {
 unsafe impl BlockFormat for BlockTq2_0 {
     const TYPE: Type = Type::TQ2_0;
     const QK: usize = QK;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockTq2_0, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         let (d, id) = scale_of(x);

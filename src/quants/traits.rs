@@ -4,18 +4,9 @@
 use std::ffi::{c_char, c_void};
 use std::sync::OnceLock;
 
-use super::fp4::{BlockMxfp4, BlockNvfp4};
-use super::iq1::{BlockIq1M, BlockIq1S};
-use super::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
-use super::iq3::{BlockIq3S, BlockIq3Xxs};
-use super::iq4::{BlockIq4Nl, BlockIq4Xs};
-use super::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
-use super::low_bit::{BlockQ1_0, BlockQ2_0};
-use super::q4::{BlockQ4_0, BlockQ4_1};
-use super::q5::{BlockQ5_0, BlockQ5_1};
-use super::q8::{BlockQ8_0, BlockQ8_1};
-use super::rows::{self, dequantize_row_to_f32 as to_f32, quantize_row_ref as from_f32};
-use super::ternary::{BlockTq1_0, BlockTq2_0};
+use super::BlockFormat;
+use super::formats::{is_weight_format, with_block_format};
+use super::rows::{self, dequantize_row_to_f32, quantize_row_ref};
 use crate::core::types::Type;
 
 /// `ggml_to_float_t`.
@@ -68,40 +59,18 @@ fn build(ty: Type) -> TypeTraits {
     }
 }
 
-/// The row converters a type has so far: as in ggml, f32 has none and q8_1 only a quantizer.
+/// The row converters of a type, as in ggml: f32 has none; every weight format a
+/// dequantizer, and the reference row quantizer where its format says it has one
+/// ([`BlockFormat::REF_QUANTIZER`]); the activation formats (q8_1, q8_K) no dequantizer.
 fn converters(ty: Type) -> (Option<ToFloatFn>, Option<FromFloatFn>) {
+    fn of<B: BlockFormat>() -> (Option<ToFloatFn>, Option<FromFloatFn>) {
+        let (to_float, from_float): (ToFloatFn, FromFloatFn) = (dequantize_row_to_f32::<B>, quantize_row_ref::<B>);
+        (is_weight_format(B::TYPE).then_some(to_float), B::REF_QUANTIZER.then_some(from_float))
+    }
     match ty {
         Type::F16 => (Some(rows::fp16_to_fp32_row), Some(rows::fp32_to_fp16_row)),
         Type::BF16 => (Some(rows::bf16_to_fp32_row), Some(rows::fp32_to_bf16_row)),
-        Type::Q4_0 => (Some(to_f32::<BlockQ4_0>), Some(from_f32::<BlockQ4_0>)),
-        Type::Q4_1 => (Some(to_f32::<BlockQ4_1>), Some(from_f32::<BlockQ4_1>)),
-        Type::Q5_0 => (Some(to_f32::<BlockQ5_0>), Some(from_f32::<BlockQ5_0>)),
-        Type::Q5_1 => (Some(to_f32::<BlockQ5_1>), Some(from_f32::<BlockQ5_1>)),
-        Type::Q8_0 => (Some(to_f32::<BlockQ8_0>), Some(from_f32::<BlockQ8_0>)),
-        Type::Q8_1 => (None, Some(from_f32::<BlockQ8_1>)),
-        Type::Q2_K => (Some(to_f32::<BlockQ2K>), Some(from_f32::<BlockQ2K>)),
-        Type::Q3_K => (Some(to_f32::<BlockQ3K>), Some(from_f32::<BlockQ3K>)),
-        Type::Q4_K => (Some(to_f32::<BlockQ4K>), Some(from_f32::<BlockQ4K>)),
-        Type::Q5_K => (Some(to_f32::<BlockQ5K>), Some(from_f32::<BlockQ5K>)),
-        Type::Q6_K => (Some(to_f32::<BlockQ6K>), Some(from_f32::<BlockQ6K>)),
-        Type::Q1_0 => (Some(to_f32::<BlockQ1_0>), Some(from_f32::<BlockQ1_0>)),
-        Type::Q2_0 => (Some(to_f32::<BlockQ2_0>), Some(from_f32::<BlockQ2_0>)),
-        Type::MXFP4 => (Some(to_f32::<BlockMxfp4>), Some(from_f32::<BlockMxfp4>)),
-        Type::NVFP4 => (Some(to_f32::<BlockNvfp4>), Some(from_f32::<BlockNvfp4>)),
-        Type::TQ1_0 => (Some(to_f32::<BlockTq1_0>), Some(from_f32::<BlockTq1_0>)),
-        Type::TQ2_0 => (Some(to_f32::<BlockTq2_0>), Some(from_f32::<BlockTq2_0>)),
-        Type::IQ4_NL => (Some(to_f32::<BlockIq4Nl>), Some(from_f32::<BlockIq4Nl>)),
-        Type::IQ4_XS => (Some(to_f32::<BlockIq4Xs>), Some(from_f32::<BlockIq4Xs>)),
-        // As in ggml, iq2_xxs, iq2_xs and iq1_s (which need an importance matrix) and iq1_m have
-        // no reference row quantizer.
-        Type::IQ2_XXS => (Some(to_f32::<BlockIq2Xxs>), None),
-        Type::IQ2_XS => (Some(to_f32::<BlockIq2Xs>), None),
-        Type::IQ2_S => (Some(to_f32::<BlockIq2S>), Some(from_f32::<BlockIq2S>)),
-        Type::IQ3_XXS => (Some(to_f32::<BlockIq3Xxs>), Some(from_f32::<BlockIq3Xxs>)),
-        Type::IQ3_S => (Some(to_f32::<BlockIq3S>), Some(from_f32::<BlockIq3S>)),
-        Type::IQ1_S => (Some(to_f32::<BlockIq1S>), None),
-        Type::IQ1_M => (Some(to_f32::<BlockIq1M>), None),
-        _ => (None, None),
+        _ => with_block_format!(ty, of(), _ => (None, None)),
     }
 }
 

@@ -1,8 +1,27 @@
 //! `ggml_validate_row_data`: rejects rows whose float values or block scales are NaN or
 //! infinite (and MXFP4 blocks with the reserved exponent), reporting the first problem found.
 
+use super::BlockFormat;
+use super::formats::with_block_format;
 use super::half::Half;
 use crate::core::types::Type;
+
+/// What has to be checked in each block of a block format (its [`BlockFormat::CHECK`]).
+#[derive(Clone, Copy)]
+pub enum BlockCheck {
+    /// Binary16 scales at these byte offsets.
+    HalfScales(&'static [usize]),
+    /// An f32 scale at the start.
+    F32Scale,
+    /// An E8M0 exponent at the start, where 0xff is invalid.
+    E8m0Scale,
+    /// IQ1_M's binary16 scale, spread over the top nibbles of four 16-bit words at byte 48.
+    Iq1mScale,
+    /// Nothing: any bytes are valid.
+    Nothing,
+    /// Not a format ggml validates: rows of it are rejected as of an invalid type.
+    Rejected,
+}
 
 /// What has to be checked in a row of one type.
 enum Check {
@@ -11,14 +30,8 @@ enum Check {
     F64Values,
     F16Values,
     Bf16Values,
-    /// Each block has binary16 scales at these byte offsets.
-    HalfScales(&'static [usize]),
-    /// Each block starts with an f32 scale.
-    F32Scale,
-    /// Each block starts with an E8M0 exponent, where 0xff is invalid.
-    E8m0Scale,
-    /// IQ1_M spreads its binary16 scale over the top nibbles of four 16-bit words at byte 48.
-    Iq1mScale,
+    /// Each block, as its format says.
+    Blocks(BlockCheck),
     /// Any bytes are valid.
     Nothing,
     /// Not a type ggml validates.
@@ -26,33 +39,19 @@ enum Check {
 }
 
 fn check_for(ty: Type) -> Check {
-    const D: &[usize] = &[0];
-    const D_M: &[usize] = &[0, 2];
+    fn of<B: BlockFormat>() -> Check {
+        match B::CHECK {
+            BlockCheck::Rejected => Check::Unknown,
+            check => Check::Blocks(check),
+        }
+    }
     match ty {
         Type::F32 => Check::F32Values,
         Type::F64 => Check::F64Values,
         Type::F16 => Check::F16Values,
         Type::BF16 => Check::Bf16Values,
-        Type::Q1_0 | Type::Q2_0 | Type::Q4_0 | Type::Q5_0 | Type::Q8_0 => Check::HalfScales(D),
-        Type::Q4_1 | Type::Q5_1 | Type::Q4_K | Type::Q5_K => Check::HalfScales(D_M),
-        Type::Q2_K => Check::HalfScales(&[80, 82]),
-        Type::Q3_K => Check::HalfScales(&[108]),
-        Type::Q6_K => Check::HalfScales(&[208]),
-        Type::TQ1_0 => Check::HalfScales(&[52]),
-        Type::TQ2_0 => Check::HalfScales(&[64]),
-        Type::IQ1_S
-        | Type::IQ2_XXS
-        | Type::IQ2_XS
-        | Type::IQ2_S
-        | Type::IQ3_XXS
-        | Type::IQ3_S
-        | Type::IQ4_XS
-        | Type::IQ4_NL => Check::HalfScales(D),
-        Type::Q8_K => Check::F32Scale,
-        Type::MXFP4 => Check::E8m0Scale,
-        Type::IQ1_M => Check::Iq1mScale,
-        Type::NVFP4 | Type::I8 | Type::I16 | Type::I32 | Type::I64 => Check::Nothing,
-        _ => Check::Unknown,
+        Type::I8 | Type::I16 | Type::I32 | Type::I64 => Check::Nothing,
+        _ => with_block_format!(ty, of(), _ => Check::Unknown),
     }
 }
 
@@ -99,23 +98,27 @@ pub fn validate_row_data(ty: Type, data: &[u8]) -> bool {
             }
             nans == 0 && infs == 0
         }
-        Check::HalfScales(offsets) => {
+        Check::Blocks(BlockCheck::HalfScales(offsets)) => {
             units.enumerate().all(|(i, block)| offsets.iter().all(|&at| finite_half(i, half_at(block, at))))
         }
-        Check::F32Scale => units.enumerate().all(|(i, block)| finite(i, f32::from_le_bytes(bytes_at(block, 0)))),
-        Check::E8m0Scale => units.enumerate().all(|(i, block)| {
+        Check::Blocks(BlockCheck::F32Scale) => {
+            units.enumerate().all(|(i, block)| finite(i, f32::from_le_bytes(bytes_at(block, 0))))
+        }
+        Check::Blocks(BlockCheck::E8m0Scale) => units.enumerate().all(|(i, block)| {
             let e = block[0];
             if e == 0xff {
                 crate::log_error!("{FUNC}: found invalid e value {e} at block {i}\n");
             }
             e != 0xff
         }),
-        Check::Iq1mScale => units.enumerate().all(|(i, block)| {
+        Check::Blocks(BlockCheck::Iq1mScale) => units.enumerate().all(|(i, block)| {
             let word = |k: usize| u16::from_le_bytes(bytes_at(block, 48 + 2 * k));
             let bits = (word(0) >> 12) | ((word(1) >> 8) & 0x00f0) | ((word(2) >> 4) & 0x0f00) | (word(3) & 0xf000);
             finite_half(i, Half::from_bits(bits))
         }),
-        Check::Nothing | Check::Unknown => true,
+        Check::Nothing | Check::Blocks(BlockCheck::Nothing) => true,
+        // (turned away above)
+        Check::Unknown | Check::Blocks(BlockCheck::Rejected) => false,
     }
 }
 
@@ -193,6 +196,46 @@ mod tests {
         iq1m[53] = 0xc0;
         iq1m[55] = 0x70;
         assert!(!validate_row_data(Type::IQ1_M, &iq1m));
+    }
+
+    #[test]
+    fn half_scales_where_ggml_reads_them() {
+        let d: &[usize] = &[0];
+        let d_m: &[usize] = &[0, 2];
+        let expected = [
+            (Type::Q1_0, d),
+            (Type::Q2_0, d),
+            (Type::Q4_0, d),
+            (Type::Q5_0, d),
+            (Type::Q8_0, d),
+            (Type::Q4_1, d_m),
+            (Type::Q5_1, d_m),
+            (Type::Q4_K, d_m),
+            (Type::Q5_K, d_m),
+            (Type::Q2_K, &[80, 82]),
+            (Type::Q3_K, &[108]),
+            (Type::Q6_K, &[208]),
+            (Type::TQ1_0, &[52]),
+            (Type::TQ2_0, &[64]),
+            (Type::IQ1_S, d),
+            (Type::IQ2_XXS, d),
+            (Type::IQ2_XS, d),
+            (Type::IQ2_S, d),
+            (Type::IQ3_XXS, d),
+            (Type::IQ3_S, d),
+            (Type::IQ4_XS, d),
+            (Type::IQ4_NL, d),
+        ];
+        for (ty, offsets) in expected {
+            assert!(matches!(check_for(ty), Check::Blocks(BlockCheck::HalfScales(o)) if o == offsets), "{}", ty.name());
+            let mut block = vec![0u8; ty.type_size()];
+            assert!(validate_row_data(ty, &block), "{}", ty.name());
+            for &at in offsets {
+                block[at..at + 2].copy_from_slice(&0x7c00u16.to_le_bytes());
+                assert!(!validate_row_data(ty, &block), "{} at {}", ty.name(), at);
+                block[at..at + 2].fill(0);
+            }
+        }
     }
 
     #[test]

@@ -3,8 +3,11 @@
 
 use super::convert::{fp32_to_bf16, fp32_to_fp16, fp32_to_i32};
 use crate::core::types::Type;
+use crate::cpu::kernels::dot::{DotKernel, VecDot};
 use crate::cpu::kernels::{dot, features};
+use crate::quants::formats::with_weight_format;
 use crate::quants::half::Bf16;
+use crate::quants::iq_grids::Grid;
 use crate::quants::k_quants::BlockQ8K;
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 use crate::quants::traits::FromFloatFn;
@@ -47,7 +50,7 @@ const _: () = assert!(std::mem::offset_of!(TypeTraitsCpu, nrows) == 24);
 /// # Safety
 /// `x` holds `nrc` rows of `n` values of weight type `T` (`bx` bytes apart), `y` as many rows
 /// of its activation type (`by` bytes apart), and `s` room for the products at `c·bs + r`.
-unsafe extern "C" fn vec_dot<const T: i32>(
+unsafe extern "C" fn vec_dot<T: VecDot>(
     n: c_int,
     s: *mut f32,
     bs: usize,
@@ -57,10 +60,8 @@ unsafe extern "C" fn vec_dot<const T: i32>(
     by: usize,
     nrc: c_int,
 ) {
-    let ty = Type(T);
-    let Some(kernel) = dot::DotKernel::for_type(ty) else {
-        crate::ggml_abort!("vec_dot: no dot product for {}", ty.name())
-    };
+    let ty = T::TYPE;
+    let kernel = DotKernel::of::<T>();
     let n = usize::try_from(n).unwrap_or(0);
     let (x_len, y_len) = (ty.row_size(n as i64), kernel.vec_dot_type.row_size(n as i64));
     let nrc = usize::try_from(nrc).unwrap_or(1).max(1);
@@ -197,42 +198,41 @@ struct ReferenceEntry {
 }
 
 fn reference_entry(ty: Type) -> ReferenceEntry {
-    let entry = |vec_dot_type, has_from_float| ReferenceEntry { vec_dot_type, nrows: 1, has_dot: true, has_from_float };
+    // every weight format: its dot product's activation type, and a `from_float` unless
+    // quantizing needs the lattice-grid tables set up by ggml_quantize_init
+    fn weights<T: VecDot>() -> ReferenceEntry {
+        let has_from_float = Grid::of(T::TYPE).is_none();
+        ReferenceEntry { vec_dot_type: T::VEC_DOT_TYPE, nrows: 1, has_dot: true, has_from_float }
+    }
     match ty {
-        Type::F32 | Type::F16 | Type::BF16 => entry(ty, true),
-        Type::Q4_0 | Type::Q5_0 | Type::Q8_0 | Type::Q1_0 | Type::Q2_0 | Type::MXFP4 | Type::NVFP4 | Type::IQ4_NL => {
-            entry(Type::Q8_0, true)
-        }
-        Type::Q4_1 | Type::Q5_1 => entry(Type::Q8_1, true),
-        Type::Q2_K | Type::Q3_K | Type::Q4_K | Type::Q5_K | Type::Q6_K | Type::IQ4_XS | Type::TQ1_0 | Type::TQ2_0 => {
-            entry(Type::Q8_K, true)
-        }
-        // quantizing these needs tables set up by ggml_quantize_init: no from_float
-        Type::IQ2_XXS | Type::IQ2_XS | Type::IQ3_XXS | Type::IQ3_S | Type::IQ2_S | Type::IQ1_S | Type::IQ1_M => {
-            entry(Type::Q8_K, false)
+        Type::F32 | Type::F16 | Type::BF16 => {
+            ReferenceEntry { vec_dot_type: ty, nrows: 1, has_dot: true, has_from_float: true }
         }
         Type::Q8_1 => ReferenceEntry { vec_dot_type: Type::Q8_1, nrows: 1, has_dot: false, has_from_float: true },
         Type::Q8_K | Type::I32 => {
             ReferenceEntry { vec_dot_type: Type::F32, nrows: 0, has_dot: false, has_from_float: true }
         }
-        _ => ReferenceEntry { vec_dot_type: Type::F32, nrows: 0, has_dot: false, has_from_float: false },
+        _ => with_weight_format!(ty, weights(), _ => ReferenceEntry {
+            vec_dot_type: Type::F32,
+            nrows: 0,
+            has_dot: false,
+            has_from_float: false
+        }),
     }
 }
 
-/// The C face of the dot product of `ty`, for every type ggml has one for.
+/// The C face of the dot product of `ty`, for every type ggml has one for: the float types
+/// and the weight formats.
 fn dot_fn(ty: Type) -> Option<VecDotFn> {
-    macro_rules! dots {
-        ($($t:ident),*) => {
-            match ty {
-                $(Type::$t => Some(vec_dot::<{ Type::$t.0 }>),)*
-                _ => None,
-            }
-        };
+    fn of<T: VecDot>() -> Option<VecDotFn> {
+        Some(vec_dot::<T>)
     }
-    dots!(
-        F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q1_0, Q2_0, MXFP4, NVFP4, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
-        IQ4_XS, TQ1_0, TQ2_0, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ3_S, IQ2_S, IQ1_S, IQ1_M
-    )
+    match ty {
+        Type::F32 => of::<f32>(),
+        Type::F16 => of::<u16>(),
+        Type::BF16 => of::<Bf16>(),
+        _ => with_weight_format!(ty, of(), _ => None),
+    }
 }
 
 /// The converter into `ty` this build has: the CPU kernels' own for the float types and the
@@ -315,6 +315,32 @@ mod tests {
             }
         }
         assert!(type_traits_cpu(Type::IQ2_XXS).from_float.is_none());
+    }
+
+    #[test]
+    fn activation_types_are_ggml_s() {
+        // ggml 0.25.1's table, written out: the activation type and rows per call of each type
+        let by_q8_0 =
+            [Type::Q4_0, Type::Q5_0, Type::Q8_0, Type::Q1_0, Type::Q2_0, Type::MXFP4, Type::NVFP4, Type::IQ4_NL];
+        let by_q8_1 = [Type::Q4_1, Type::Q5_1];
+        let grids = [Type::IQ2_XXS, Type::IQ2_XS, Type::IQ3_XXS, Type::IQ3_S, Type::IQ2_S, Type::IQ1_S, Type::IQ1_M];
+        let by_q8_k =
+            [Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q5_K, Type::Q6_K, Type::IQ4_XS, Type::TQ1_0, Type::TQ2_0];
+        for ty in (0..Type::COUNT).map(Type) {
+            let expected = match ty {
+                Type::F32 | Type::F16 | Type::BF16 | Type::Q8_1 => (ty, 1),
+                _ if by_q8_0.contains(&ty) => (Type::Q8_0, 1),
+                _ if by_q8_1.contains(&ty) => (Type::Q8_1, 1),
+                _ if by_q8_k.contains(&ty) || grids.contains(&ty) => (Type::Q8_K, 1),
+                _ => (Type::F32, 0),
+            };
+            let traits = type_traits_cpu(ty);
+            assert_eq!((traits.vec_dot_type, traits.nrows), expected, "{}", ty.name());
+            assert_eq!(traits.vec_dot.is_some(), expected.1 == 1 && ty != Type::Q8_1, "{}", ty.name());
+            if grids.contains(&ty) {
+                assert!(traits.from_float.is_none(), "{}", ty.name());
+            }
+        }
     }
 
     #[test]

@@ -9,18 +9,10 @@ use std::ops::Range;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
-use crate::quants::fp4::{BlockMxfp4, BlockNvfp4};
+use crate::quants::formats::{is_weight_format, with_weight_format};
 use crate::quants::half::{Bf16, bf16_to_fp32, fp16_to_fp32, fp32_to_bf16, fp32_to_fp16};
-use crate::quants::iq1::{BlockIq1M, BlockIq1S};
-use crate::quants::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
-use crate::quants::iq3::{BlockIq3S, BlockIq3Xxs};
-use crate::quants::iq4::{BlockIq4Nl, BlockIq4Xs};
-use crate::quants::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K};
-use crate::quants::low_bit::{BlockQ1_0, BlockQ2_0};
-use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
-use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
+use crate::quants::iq_grids::Grid;
 use crate::quants::q8::BlockQ8_0;
-use crate::quants::ternary::{BlockTq1_0, BlockTq2_0};
 use crate::quants::{BlockFormat, blocks, blocks_mut, dequantize_row, quantize_row};
 
 // ---- shared helpers ----
@@ -161,40 +153,16 @@ pub(crate) fn with_scratch<R>(params: &ComputeParams, n: usize, f: impl FnOnce(&
 }
 
 /// The block formats whose rows the CPU kernels both quantize and dequantize: those with a
-/// `from_float` in ggml's CPU type traits (the 1- to 3-bit I-quants have none: their
-/// quantizers need the tables of `ggml_quantize_init`).
+/// `from_float` in ggml's CPU type traits, the [`is_dequantizable`] ones but the I-quants that
+/// quantize onto a lattice grid (their quantizers need the tables of `ggml_quantize_init`).
 pub(crate) fn is_block_type(ty: Type) -> bool {
-    matches!(
-        ty,
-        Type::Q4_0
-            | Type::Q4_1
-            | Type::Q5_0
-            | Type::Q5_1
-            | Type::Q8_0
-            | Type::Q1_0
-            | Type::Q2_0
-            | Type::MXFP4
-            | Type::NVFP4
-            | Type::Q2_K
-            | Type::Q3_K
-            | Type::Q4_K
-            | Type::Q5_K
-            | Type::Q6_K
-            | Type::TQ1_0
-            | Type::TQ2_0
-            | Type::IQ4_NL
-            | Type::IQ4_XS
-    )
+    is_dequantizable(ty) && Grid::of(ty).is_none()
 }
 
 /// The block formats whose rows the CPU kernels dequantize (those with a `to_float`): the
-/// [`is_block_type`] ones and the 1- to 3-bit I-quants.
+/// weight formats.
 pub(crate) fn is_dequantizable(ty: Type) -> bool {
-    is_block_type(ty)
-        || matches!(
-            ty,
-            Type::IQ2_XXS | Type::IQ2_XS | Type::IQ2_S | Type::IQ3_XXS | Type::IQ3_S | Type::IQ1_S | Type::IQ1_M
-        )
+    is_weight_format(ty)
 }
 
 /// Quantizes `x` (a whole number of blocks) into the row at `out`, as ggml's CPU `from_float`
@@ -210,24 +178,10 @@ pub(crate) unsafe fn quantize_row_into(ty: Type, x: &[f32], out: *mut u8) {
         quantize_row::<B>(x, blocks_mut::<B>(bytes));
     }
     match ty {
-        Type::Q4_0 => typed::<BlockQ4_0>(x, bytes),
-        Type::Q4_1 => typed::<BlockQ4_1>(x, bytes),
-        Type::Q5_0 => typed::<BlockQ5_0>(x, bytes),
-        Type::Q5_1 => typed::<BlockQ5_1>(x, bytes),
+        // (Q8_0 is the activation format of other weight formats too, and ggml's CPU backend
+        // has the one quantizer for it)
         Type::Q8_0 => super::dot::quantize_row_q8_0(x, blocks_mut::<BlockQ8_0>(bytes)),
-        Type::Q1_0 => typed::<BlockQ1_0>(x, bytes),
-        Type::Q2_0 => typed::<BlockQ2_0>(x, bytes),
-        Type::MXFP4 => typed::<BlockMxfp4>(x, bytes),
-        Type::NVFP4 => typed::<BlockNvfp4>(x, bytes),
-        Type::Q2_K => typed::<BlockQ2K>(x, bytes),
-        Type::Q3_K => typed::<BlockQ3K>(x, bytes),
-        Type::Q4_K => typed::<BlockQ4K>(x, bytes),
-        Type::Q5_K => typed::<BlockQ5K>(x, bytes),
-        Type::Q6_K => typed::<BlockQ6K>(x, bytes),
-        Type::TQ1_0 => typed::<BlockTq1_0>(x, bytes),
-        Type::TQ2_0 => typed::<BlockTq2_0>(x, bytes),
-        Type::IQ4_NL => typed::<BlockIq4Nl>(x, bytes),
-        Type::IQ4_XS => typed::<BlockIq4Xs>(x, bytes),
+        _ if is_block_type(ty) => with_weight_format!(ty, typed(x, bytes), _ => unreachable!("a weight format")),
         other => crate::ggml_abort!("no CPU quantizer for type {}", other.name()),
     }
 }
@@ -242,34 +196,7 @@ pub(crate) unsafe fn dequantize_row_from(ty: Type, row: *const u8, y: &mut [f32]
     fn typed<B: BlockFormat>(bytes: &[u8], y: &mut [f32]) {
         dequantize_row::<B>(blocks::<B>(bytes), y);
     }
-    match ty {
-        Type::Q4_0 => typed::<BlockQ4_0>(bytes, y),
-        Type::Q4_1 => typed::<BlockQ4_1>(bytes, y),
-        Type::Q5_0 => typed::<BlockQ5_0>(bytes, y),
-        Type::Q5_1 => typed::<BlockQ5_1>(bytes, y),
-        Type::Q8_0 => typed::<BlockQ8_0>(bytes, y),
-        Type::Q1_0 => typed::<BlockQ1_0>(bytes, y),
-        Type::Q2_0 => typed::<BlockQ2_0>(bytes, y),
-        Type::MXFP4 => typed::<BlockMxfp4>(bytes, y),
-        Type::NVFP4 => typed::<BlockNvfp4>(bytes, y),
-        Type::Q2_K => typed::<BlockQ2K>(bytes, y),
-        Type::Q3_K => typed::<BlockQ3K>(bytes, y),
-        Type::Q4_K => typed::<BlockQ4K>(bytes, y),
-        Type::Q5_K => typed::<BlockQ5K>(bytes, y),
-        Type::Q6_K => typed::<BlockQ6K>(bytes, y),
-        Type::TQ1_0 => typed::<BlockTq1_0>(bytes, y),
-        Type::TQ2_0 => typed::<BlockTq2_0>(bytes, y),
-        Type::IQ4_NL => typed::<BlockIq4Nl>(bytes, y),
-        Type::IQ4_XS => typed::<BlockIq4Xs>(bytes, y),
-        Type::IQ2_XXS => typed::<BlockIq2Xxs>(bytes, y),
-        Type::IQ2_XS => typed::<BlockIq2Xs>(bytes, y),
-        Type::IQ2_S => typed::<BlockIq2S>(bytes, y),
-        Type::IQ3_XXS => typed::<BlockIq3Xxs>(bytes, y),
-        Type::IQ3_S => typed::<BlockIq3S>(bytes, y),
-        Type::IQ1_S => typed::<BlockIq1S>(bytes, y),
-        Type::IQ1_M => typed::<BlockIq1M>(bytes, y),
-        other => crate::ggml_abort!("no CPU dequantizer for type {}", other.name()),
-    }
+    with_weight_format!(ty, typed(bytes, y), _ => crate::ggml_abort!("no CPU dequantizer for type {}", ty.name()))
 }
 
 /// Converts `n` packed elements at `x` into `n` packed elements at `y`, through `f32`.

@@ -148,7 +148,8 @@ fn span<'a, T: Copy>(
     buf
 }
 
-/// Converts elements `start..start + n` of row `idx` of `src1` to `to` into `out`.
+/// Converts elements `start..start + n` of row `idx` of `src1` to `to` into `out`: `to` is an
+/// activation type (a `vec_dot_type`), of which every weight format uses one of these.
 fn convert_span(src1: &Tensor, to: Type, idx: (i64, i64, i64), start: usize, n: usize, out: &mut [u8], simd: bool) {
     match src1.type_ {
         Type::F32 => {

@@ -43,6 +43,7 @@ use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::{ComputeParams, Kernel, op_is_empty};
 use crate::cpu::plan::{OpTable, reference_n_tasks};
+use crate::quants::iq_grids::Grid;
 
 /// A kernel: thread `params.ith`'s share of a node.
 type RunFn = fn(&ComputeParams, TensorPtr);
@@ -233,11 +234,9 @@ const HINT_SRC0_IS_HADAMARD: i32 = 1;
 fn reference_allows(node: &Tensor) -> bool {
     let src_type = |i: usize| source_of(node, i).map(|s| s.type_);
     match node.op {
-        // no quantizer for these destination types
-        Op::CPY | Op::SET_ROWS => !matches!(
-            node.type_,
-            Type::IQ3_XXS | Type::IQ3_S | Type::IQ2_XXS | Type::IQ2_XS | Type::IQ2_S | Type::IQ1_S | Type::IQ1_M
-        ),
+        // no quantizer for destination types that quantize onto a lattice grid (that needs the
+        // tables of ggml_quantize_init)
+        Op::CPY | Op::SET_ROWS => Grid::of(node.type_).is_none(),
         Op::MUL_MAT => {
             let (Some(t0), Some(t1)) = (src_type(0), src_type(1)) else { return false };
             if node.op_param_i32(1) == HINT_SRC0_IS_HADAMARD && t0 == Type::F32 && node.type_ == Type::F32 {

@@ -93,7 +93,9 @@ const Q6_K_RUNS: [Run; 50] = {
     runs
 };
 
-/// The parts of a block of `ty`, for the formats the layout takes.
+/// The parts of a block of `ty`, for the formats the layout takes. (Not generated from the
+/// list of block formats in `quants::formats`: a layout is an optimisation a format may or may
+/// not have, and weights of the others stay in plain rows.)
 pub const fn parts(ty: Type) -> Option<Parts> {
     // the scale, then the quants in chunks of four bytes
     const NIBBLES: Run = Run { at: 2, size: 16, unit: 4 };

@@ -6,7 +6,9 @@ use super::{QK_K, WEIGHTED_SWEEP, pack_2bit, sum, sum_squares, unpack_2bit};
 use crate::core::types::Type;
 use crate::quants::half::Half;
 use crate::quants::search::{Sweep, affine_scale, nearest_int};
+use crate::quants::validate::BlockCheck;
 use crate::quants::{BlockFormat, block_weights};
+use std::mem::offset_of;
 
 /// Values per sub-block.
 const SUB: usize = 16;
@@ -59,6 +61,7 @@ impl BlockQ2K {
 unsafe impl BlockFormat for BlockQ2K {
     const TYPE: Type = Type::Q2_K;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ2K, d), offset_of!(BlockQ2K, dmin)]);
 
     fn quantize(x: &[f32]) -> Self {
         let mut levels = [0u8; QK_K];

@@ -7,7 +7,9 @@ use super::{QK_K, pack_2bit, sum, sum_squares, unpack_2bit};
 use crate::core::types::Type;
 use crate::quants::half::Half;
 use crate::quants::search::{Search, Weighting, nearest_int, symmetric_scale};
+use crate::quants::validate::BlockCheck;
 use crate::quants::{BlockFormat, block_weights};
+use std::mem::offset_of;
 
 const SUB: usize = 16;
 const NSUB: usize = QK_K / SUB;
@@ -99,6 +101,7 @@ impl BlockQ3K {
 unsafe impl BlockFormat for BlockQ3K {
     const TYPE: Type = Type::Q3_K;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ3K, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         let mut levels = [0i8; QK_K];

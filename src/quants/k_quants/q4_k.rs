@@ -7,6 +7,8 @@ use crate::core::types::Type;
 use crate::quants::BlockFormat;
 use crate::quants::half::Half;
 use crate::quants::search::Sweep;
+use crate::quants::validate::BlockCheck;
+use std::mem::offset_of;
 
 /// `block_q4_K`.
 #[repr(C)]
@@ -51,6 +53,7 @@ impl From<AffineSuperBlock> for BlockQ4K {
 unsafe impl BlockFormat for BlockQ4K {
     const TYPE: Type = Type::Q4_K;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ4K, d), offset_of!(BlockQ4K, dmin)]);
 
     fn quantize(x: &[f32]) -> Self {
         AffineSuperBlock::quantize(x, NMAX, REF_SWEEP).into()

@@ -7,6 +7,8 @@ use crate::core::types::Type;
 use crate::quants::BlockFormat;
 use crate::quants::half::Half;
 use crate::quants::search::Sweep;
+use crate::quants::validate::BlockCheck;
+use std::mem::offset_of;
 
 /// `block_q5_K`.
 #[repr(C)]
@@ -68,6 +70,7 @@ impl From<AffineSuperBlock> for BlockQ5K {
 unsafe impl BlockFormat for BlockQ5K {
     const TYPE: Type = Type::Q5_K;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ5K, d), offset_of!(BlockQ5K, dmin)]);
 
     fn quantize(x: &[f32]) -> Self {
         AffineSuperBlock::quantize(x, NMAX, REF_SWEEP).into()

@@ -8,6 +8,8 @@ use crate::core::types::Type;
 use crate::quants::BlockFormat;
 use crate::quants::half::Half;
 use crate::quants::search::{GROUP_MAX_EPS, Search, Weighting, nearest_int, symmetric_scale};
+use crate::quants::validate::BlockCheck;
+use std::mem::offset_of;
 
 const SUB: usize = 16;
 const NSUB: usize = QK_K / SUB;
@@ -88,6 +90,7 @@ impl BlockQ6K {
 unsafe impl BlockFormat for BlockQ6K {
     const TYPE: Type = Type::Q6_K;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::HalfScales(&[offset_of!(BlockQ6K, d)]);
 
     fn quantize(x: &[f32]) -> Self {
         Self::quantize_with(x, |_| Weighting::Square)

@@ -6,6 +6,7 @@ use super::QK_K;
 use crate::core::types::Type;
 use crate::quants::BlockFormat;
 use crate::quants::search::nearest_int;
+use crate::quants::validate::BlockCheck;
 
 /// `block_q8_K`. The C struct is 4-byte aligned (its first field is a `float`); this one is
 /// byte-aligned like every block here and reads its fields through accessors.
@@ -84,6 +85,9 @@ pub fn quantize_row_q8_k(x: &[f32], y: &mut [BlockQ8K]) {
 unsafe impl BlockFormat for BlockQ8K {
     const TYPE: Type = Type::Q8_K;
     const QK: usize = QK_K;
+    const CHECK: BlockCheck = BlockCheck::F32Scale;
+    // (ggml's type traits list none for q8_K)
+    const REF_QUANTIZER: bool = false;
 
     fn quantize(x: &[f32]) -> Self {
         let mut block = BlockQ8K::default();

@@ -51,11 +51,9 @@
 //! [`DotKernel`] is the type-erased face the matrix kernels use: byte rows in, floats out.
 
 use crate::core::types::Type;
+use crate::quants::formats::with_weight_format;
 use crate::quants::half::Bf16;
 use crate::quants::k_quants::QK_K;
-use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
-use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
-use crate::quants::q8::BlockQ8_0;
 
 use crate::cpu::kernels::simd;
 
@@ -316,43 +314,21 @@ impl std::fmt::Debug for DotKernel {
 }
 
 impl DotKernel {
-    /// The kernel for weights of type `ty`, if there is one.
+    /// The kernel for weights of type `ty`, if there is one: the float types' and every weight
+    /// format's (each implements [`VecDot`]).
     pub fn for_type(ty: Type) -> Option<DotKernel> {
-        fn of<T: VecDot>() -> DotKernel {
-            let cols = if Path::of::<T>(true).is_avx512() { T::AVX512_COLS } else { MAX_COLS };
-            DotKernel { type_: T::TYPE, vec_dot_type: T::VEC_DOT_TYPE, tile: erased_tile::<T>, cols }
-        }
         Some(match ty {
-            Type::F32 => of::<f32>(),
-            Type::F16 => of::<u16>(),
-            Type::BF16 => of::<Bf16>(),
-            Type::Q4_0 => of::<BlockQ4_0>(),
-            Type::Q4_1 => of::<BlockQ4_1>(),
-            Type::Q5_0 => of::<BlockQ5_0>(),
-            Type::Q5_1 => of::<BlockQ5_1>(),
-            Type::Q8_0 => of::<BlockQ8_0>(),
-            Type::Q2_K => of::<crate::quants::k_quants::BlockQ2K>(),
-            Type::Q3_K => of::<crate::quants::k_quants::BlockQ3K>(),
-            Type::Q4_K => of::<crate::quants::k_quants::BlockQ4K>(),
-            Type::Q5_K => of::<crate::quants::k_quants::BlockQ5K>(),
-            Type::Q6_K => of::<crate::quants::k_quants::BlockQ6K>(),
-            Type::IQ4_NL => of::<crate::quants::iq4::BlockIq4Nl>(),
-            Type::IQ4_XS => of::<crate::quants::iq4::BlockIq4Xs>(),
-            Type::IQ3_XXS => of::<crate::quants::iq3::BlockIq3Xxs>(),
-            Type::IQ3_S => of::<crate::quants::iq3::BlockIq3S>(),
-            Type::IQ2_XXS => of::<crate::quants::iq2::BlockIq2Xxs>(),
-            Type::IQ2_XS => of::<crate::quants::iq2::BlockIq2Xs>(),
-            Type::IQ2_S => of::<crate::quants::iq2::BlockIq2S>(),
-            Type::IQ1_S => of::<crate::quants::iq1::BlockIq1S>(),
-            Type::IQ1_M => of::<crate::quants::iq1::BlockIq1M>(),
-            Type::TQ1_0 => of::<crate::quants::ternary::BlockTq1_0>(),
-            Type::TQ2_0 => of::<crate::quants::ternary::BlockTq2_0>(),
-            Type::MXFP4 => of::<crate::quants::fp4::BlockMxfp4>(),
-            Type::NVFP4 => of::<crate::quants::fp4::BlockNvfp4>(),
-            Type::Q1_0 => of::<crate::quants::low_bit::BlockQ1_0>(),
-            Type::Q2_0 => of::<crate::quants::low_bit::BlockQ2_0>(),
-            _ => return None,
+            Type::F32 => DotKernel::of::<f32>(),
+            Type::F16 => DotKernel::of::<u16>(),
+            Type::BF16 => DotKernel::of::<Bf16>(),
+            _ => with_weight_format!(ty, kernel_of(), _ => return None),
         })
+    }
+
+    /// The kernel of weights in `T`.
+    pub fn of<T: VecDot>() -> DotKernel {
+        let cols = if Path::of::<T>(true).is_avx512() { T::AVX512_COLS } else { MAX_COLS };
+        DotKernel { type_: T::TYPE, vec_dot_type: T::VEC_DOT_TYPE, tile: erased_tile::<T>, cols }
     }
 
     /// The most activation rows [`DotKernel::tile`] takes: [`MAX_COLS`], or more for the
@@ -375,6 +351,11 @@ impl DotKernel {
         (self.tile)(n, &[x], &[y], &mut out, simd);
         out[0]
     }
+}
+
+/// [`DotKernel::of`] as a plain function, for the dispatch of [`DotKernel::for_type`].
+fn kernel_of<T: VecDot>() -> DotKernel {
+    DotKernel::of::<T>()
 }
 
 /// Views the first `units` units of a byte row as `T`s. (Always inlined: a panel views
@@ -470,7 +451,9 @@ mod tests {
     use super::q8::q8;
     use super::*;
     use crate::quants::half::{bf16_to_fp32, fp16_to_fp32, fp32_to_fp16};
-    use crate::quants::q8::BlockQ8_1;
+    use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
+    use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
+    use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
     use crate::quants::{BlockFormat, dequantize_row, quantize_row};
 
     fn values(n: usize, seed: u32) -> Vec<f32> {

@@ -183,7 +183,9 @@ macro_rules! with_float_kind {
 }
 
 /// `Some($f::<Kind>($args))` with the kind of the weights `src0`, `None` for weights without
-/// one: the one list of the types the panels take from plain rows.
+/// one: the one list of the types the panels take from plain rows. (Written out rather than
+/// generated from `quants::formats`: a panel kind is an optimisation, NVFP4 has none, and the
+/// weights without one are multiplied through their dot products' tiles.)
 ///
 /// Plain BF16 rows are left to the dot-product tiles, which sum in ggml's order (tinyBLAS's):
 /// their activations are rounded to BF16, 8 bits, so a product summed in another order turns

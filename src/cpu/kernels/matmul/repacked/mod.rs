@@ -135,7 +135,9 @@ fn lane_byte(v: std::arch::x86_64::__m512i, k: usize) -> std::arch::x86_64::__m5
     _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(8 * k as i32)), _mm512_set1_epi32(0xff))
 }
 
-/// `$f::<Scheme>($args)` for the weights' type.
+/// `$f::<Scheme>($args)` for the weights' type: the formats [`layout`] takes, each with the
+/// scheme that multiplies it (not all the block formats of `quants::formats`, so not generated
+/// from that list).
 macro_rules! with_scheme {
     ($ty:expr, $f:ident($($args:expr),*)) => {
         match $ty {
