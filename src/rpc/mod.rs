@@ -9,5 +9,6 @@
 //! - `server`: `ggml_backend_rpc_start_server`, which checks every message before it
 //!   touches memory.
 
+pub mod server;
 pub mod transport;
 pub mod wire;
