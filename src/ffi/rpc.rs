@@ -4,7 +4,7 @@ use std::ffi::{CStr, c_char};
 
 use crate::backend::backend::BackendPtr;
 use crate::backend::buffer::BufferTypePtr;
-use crate::backend::interface::{Backend, BufferType, Reg};
+use crate::backend::interface::{Backend, BufferType, Device, Reg};
 use crate::ffi::handle::opt_arg;
 use crate::rpc::client::{backend, buffer_type, device, registry};
 
@@ -63,4 +63,16 @@ pub extern "C" fn ggml_backend_rpc_reg() -> *mut Reg {
 pub extern "C" fn ggml_backend_rpc_add_server(endpoint: *const c_char) -> *mut Reg {
     // SAFETY: the same contract; the registry's proc address hands out the same function.
     unsafe { registry::add_server_c(endpoint) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_rpc_start_server(
+    endpoint: *const c_char,
+    cache_dir: *const c_char,
+    n_threads: usize,
+    n_devices: usize,
+    devices: *mut *mut Device,
+) {
+    // SAFETY: the same contract; the registry's proc address hands out the same function.
+    unsafe { crate::rpc::start::start_server_c(endpoint, cache_dir, n_threads, n_devices, devices) }
 }

@@ -7,8 +7,12 @@
 //! - `client`: the "RPC" registry, one registry per server, its devices, buffer types,
 //!   buffers and backends;
 //! - `server`: `ggml_backend_rpc_start_server`, which checks every message before it
-//!   touches memory.
+//!   touches memory;
+//! - `start`: the server's entry point with its C signature, which the "RPC" registry hands
+//!   out as a proc address and `ffi` exports.
 
 pub mod client;
+pub mod server;
+pub mod start;
 pub mod transport;
 pub mod wire;

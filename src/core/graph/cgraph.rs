@@ -303,7 +303,7 @@ impl Graph {
         unsafe { slots(self.use_counts, self.visited_hash_set.size) }
     }
 
-    pub(super) fn use_counts_mut(&mut self) -> &mut [i32] {
+    pub(crate) fn use_counts_mut(&mut self) -> &mut [i32] {
         // SAFETY: as `use_counts`, exclusive through `&mut self`.
         unsafe { slots_mut(self.use_counts, self.visited_hash_set.size) }
     }

@@ -138,5 +138,10 @@ unsafe extern "C" fn get_proc_address(_reg: *mut Reg, name: *const c_char) -> *m
         let f: unsafe extern "C" fn(*const c_char) -> *mut Reg = add_server_c;
         return f as *mut c_void;
     }
+    if name == c"ggml_backend_rpc_start_server" {
+        let f: unsafe extern "C" fn(*const c_char, *const c_char, usize, usize, *mut *mut Device) =
+            crate::rpc::start::start_server_c;
+        return f as *mut c_void;
+    }
     std::ptr::null_mut()
 }
