@@ -73,15 +73,19 @@ impl Server {
         Session::new(&self.backends, self.cache_dir.as_deref(), &self.live_buffers).serve(stream);
     }
 
-    /// Accepts clients on `listener` and serves them one at a time; returns when accepting
-    /// fails, or when `stop` says so after a client (a connection wakes a waiting server).
+    /// Accepts clients on `listener` and serves them one at a time, until `stop` says so
+    /// (asked before each client; a connection wakes a waiting server). A failed accept is
+    /// reported and the server goes on: a client that resets its connection before it is
+    /// accepted must not stop it.
     pub fn serve(&self, listener: &Listener, stop: impl Fn() -> bool) {
         while !stop() {
             let stream = match listener.accept() {
                 Ok(stream) => stream,
                 Err(e) => {
                     eprintln!("Failed to accept client connection: {e}");
-                    return;
+                    // out of descriptors, say: give the system a moment
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    continue;
                 }
             };
             println!("Accepted client connection");
@@ -116,8 +120,7 @@ fn set_n_threads(dev: DevicePtr, backend: BackendPtr, n_threads: usize) {
 
 /// `ggml_backend_rpc_start_server`: serves `devices` on `endpoint` (`host:port`, an IPv4
 /// address), one client at a time, forever; prints the reference's banner, and warns when the
-/// server is reachable from elsewhere than this machine. Returns only when it cannot start or
-/// accepting fails.
+/// server is reachable from elsewhere than this machine. Returns only when it cannot start.
 pub fn start_server(endpoint: &str, cache_dir: Option<&Path>, n_threads: usize, devices: &[DevicePtr]) {
     if devices.is_empty() {
         eprintln!("Invalid arguments to ggml_backend_rpc_start_server");

@@ -292,6 +292,22 @@ fn indices_are_checked_before_every_use() {
         let out = op(r.tensor(Type::F32, [2, 1, 2, 1], 192), Op::MUL_MAT_ID, &[&experts, &acts, &ids]);
         graph_payload(0, &[&out], &[&experts, &acts, &ids, &out])
     });
+    refuses_graph(&srv, "ADD_ID of bias 3 of 3", |c, r| {
+        let a = r.tensor(Type::F32, [2, 2, 1, 1], 0);
+        let biases = r.tensor(Type::F32, [2, 3, 1, 1], 32);
+        let which = r.tensor(Type::I32, [2, 1, 1, 1], 64);
+        c.set(&which, 0, &[3i32.to_le_bytes(), 0i32.to_le_bytes()].concat());
+        let sum = op(r.tensor(Type::F32, [2, 2, 1, 1], 96), Op::ADD_ID, &[&a, &biases, &which]);
+        graph_payload(0, &[&sum], &[&a, &biases, &which, &sum])
+    });
+    refuses_graph(&srv, "GET_ROWS_BACK into row 4 of 4", |c, r| {
+        let grad = r.tensor(Type::F32, [2, 2, 1, 1], 0);
+        let picked = r.tensor(Type::I32, [2, 1, 1, 1], 32);
+        c.set(&picked, 0, &[0i32.to_le_bytes(), 4i32.to_le_bytes()].concat());
+        let like = r.tensor(Type::F32, [2, 4, 1, 1], 64);
+        let back = op(r.tensor(Type::F32, [2, 4, 1, 1], 128), Op::GET_ROWS_BACK, &[&grad, &picked, &like]);
+        graph_payload(0, &[&back], &[&grad, &picked, &like, &back])
+    });
     srv.refuses("indices changed out of range before a recompute", |c| {
         let r = c.alloc(4096);
         let ids = r.tensor(Type::I32, [2, 1, 1, 1], 64);

@@ -148,6 +148,27 @@ fn indices_from_the_client_and_from_the_graph_are_used() {
     c.set(&ids, 0, &[2i32.to_le_bytes(), 0i32.to_le_bytes()].concat());
     c.compute(&[&out], &[&experts, &acts, &ids, &out]);
     assert_eq!(c.get_f32(&out), [3.0, 6.0, 3.0, 4.0]);
+
+    // add_id: row i gets row ids[i] of the biases
+    let a = r.tensor(Type::F32, [2, 2, 1, 1], 1024);
+    let biases = r.tensor(Type::F32, [2, 3, 1, 1], 1056);
+    let which = r.tensor(Type::I32, [2, 1, 1, 1], 1088);
+    let sum = op(r.tensor(Type::F32, [2, 2, 1, 1], 1120), Op::ADD_ID, &[&a, &biases, &which]);
+    c.set_f32(&a, &[1.0, 2.0, 3.0, 4.0]);
+    c.set_f32(&biases, &[10.0, 10.0, 20.0, 20.0, 30.0, 30.0]);
+    c.set(&which, 0, &[2i32.to_le_bytes(), 0i32.to_le_bytes()].concat());
+    c.compute(&[&sum], &[&a, &biases, &which, &sum]);
+    assert_eq!(c.get_f32(&sum), [31.0, 32.0, 13.0, 14.0]);
+
+    // get_rows_back: gradient rows added into the rows the indices name
+    let grad = r.tensor(Type::F32, [2, 3, 1, 1], 1152);
+    let picked = r.tensor(Type::I32, [3, 1, 1, 1], 1184);
+    let like = r.tensor(Type::F32, [2, 4, 1, 1], 1216);
+    let back = op(r.tensor(Type::F32, [2, 4, 1, 1], 1280), Op::GET_ROWS_BACK, &[&grad, &picked, &like]);
+    c.set_f32(&grad, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    c.set(&picked, 0, &[3i32.to_le_bytes(), 0i32.to_le_bytes(), 3i32.to_le_bytes()].concat());
+    c.compute(&[&back], &[&grad, &picked, &like, &back]);
+    assert_eq!(c.get_f32(&back), [3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 6.0, 8.0]);
 }
 
 #[test]

@@ -299,3 +299,30 @@ fn the_cache_is_checked() {
     drop(srv);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn clients_that_reset_before_they_are_served_stop_nothing() {
+    use std::os::fd::AsRawFd;
+    let srv = TestServer::start(None);
+    // while the server serves this client, the others wait to be accepted
+    let busy = srv.client();
+    for _ in 0..4 {
+        let tcp = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        let linger = libc::linger { l_onoff: 1, l_linger: 0 };
+        // SAFETY: a valid socket and option value of the size given; a zero linger makes the
+        // close below reset the connection.
+        let rc = unsafe {
+            libc::setsockopt(
+                tcp.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        drop(tcp);
+    }
+    drop(busy);
+    srv.check_alive("after clients that reset");
+}

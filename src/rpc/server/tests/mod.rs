@@ -3,7 +3,8 @@
 //!
 //! - `happy`: every command answered as the reference answers it;
 //! - `hostile`: malformed and malicious requests of every command;
-//! - `graphs`: malformed and malicious graphs.
+//! - `graphs`: malformed and malicious graphs;
+//! - `llama`: a llama-style block, on the server and locally.
 //!
 //! After every refused request the connection must be closed, a fresh client must be served,
 //! and no buffer may be left allocated.
@@ -11,6 +12,7 @@
 mod graphs;
 mod happy;
 mod hostile;
+mod llama;
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
