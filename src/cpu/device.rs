@@ -9,8 +9,7 @@ use std::sync::LazyLock;
 use crate::backend::buffer::BufferTypePtr;
 use crate::backend::host_buffer::{cpu_buffer_from_ptr, cpu_buffer_type};
 use crate::backend::interface::{
-    Backend, Buffer, BufferType, DevCaps, DevProps, DevType, Device, DeviceInterface, Reg,
-    RegInterface,
+    Backend, Buffer, BufferType, DevCaps, DevProps, DevType, Device, DeviceInterface, Reg, RegInterface,
 };
 use crate::backend::reg::{RegPtr, StaticReg};
 use crate::core::tensor::Tensor;

@@ -6,6 +6,8 @@ use crate::backend::reg::RegPtr;
 
 /// The registries listed before any plugin is loaded.
 pub fn regs() -> Vec<RegPtr> {
-    // ggml's order when RPC is built in: RPC before the CPU
-    vec![crate::rpc::client::registry::base(), crate::cpu::device::cpu_reg()]
+    // The CPU stays first, as on a stock CPU-only ggml that programs built against it expect
+    // (ggml built with RPC lists RPC first; the RPC registry has no devices of its own, so the
+    // device list is the same either way).
+    vec![crate::cpu::device::cpu_reg(), crate::rpc::client::registry::base()]
 }

@@ -27,8 +27,9 @@ struct Guid(std::cell::UnsafeCell<[u8; 16]>);
 // SAFETY: the GUID is never written; C receives a mutable pointer only because ggml's API
 // types it so.
 unsafe impl Sync for Guid {}
-static GUID: Guid =
-    Guid(std::cell::UnsafeCell::new([0x99, 0x68, 0x5b, 0x6c, 0xd2, 0x83, 0x3d, 0x24, 0x25, 0x36, 0x72, 0xe1, 0x5b, 0x0e, 0x14, 0x03]));
+static GUID: Guid = Guid(std::cell::UnsafeCell::new([
+    0x99, 0x68, 0x5b, 0x6c, 0xd2, 0x83, 0x3d, 0x24, 0x25, 0x36, 0x72, 0xe1, 0x5b, 0x0e, 0x14, 0x03,
+]));
 
 const INTERFACE: BackendInterface = BackendInterface {
     get_name: Some(get_name),
@@ -96,7 +97,8 @@ unsafe extern "C" fn set_tensor_async(
 ) {
     // SAFETY: called by the backend's own table with a live, allocated tensor and `size`
     // readable bytes.
-    let (ctx, tensor, data) = unsafe { (context(backend), &*tensor, std::slice::from_raw_parts(data.cast::<u8>(), size)) };
+    let (ctx, tensor, data) =
+        unsafe { (context(backend), &*tensor, std::slice::from_raw_parts(data.cast::<u8>(), size)) };
     // SAFETY: an allocated tensor's buffer is live.
     let usage = unsafe { tensor.buffer.cast::<crate::backend::interface::Buffer>().as_ref() }
         .map_or(BufferUsage::ANY, |b| b.usage);

@@ -45,7 +45,8 @@ pub const INTERFACE: BufferInterface = BufferInterface {
 pub unsafe fn context<'a>(buffer: *const Buffer) -> Option<&'a BufferContext> {
     // SAFETY: the caller's contract.
     let buffer = unsafe { buffer.as_ref() }?;
-    let ours = buffer.iface.free_buffer.is_some_and(|f| std::ptr::fn_addr_eq(f, free_buffer as unsafe extern "C" fn(_)));
+    let ours =
+        buffer.iface.free_buffer.is_some_and(|f| std::ptr::fn_addr_eq(f, free_buffer as unsafe extern "C" fn(_)));
     // SAFETY: our buffers' context is the BufferContext made in `buffer_type::alloc_buffer`,
     // alive until `free_buffer`.
     ours.then(|| unsafe { &*buffer.context.cast::<BufferContext>() })
@@ -77,7 +78,9 @@ unsafe extern "C" fn free_buffer(buffer: *mut Buffer) {
 unsafe extern "C" fn get_base(buffer: *mut Buffer) -> *mut c_void {
     // SAFETY: called by the buffer's own table.
     let ctx = unsafe { ours(buffer) };
-    let base = *ctx.base.get_or_init(|| u64::from_le_bytes(ctx.conn.call_for(Command::BufferGetBase, &ctx.remote.to_le_bytes())));
+    let base = *ctx
+        .base
+        .get_or_init(|| u64::from_le_bytes(ctx.conn.call_for(Command::BufferGetBase, &ctx.remote.to_le_bytes())));
     base as *mut c_void
 }
 
@@ -133,15 +136,26 @@ pub fn download(conn: &Arc<Connection>, tensor: &Tensor, out: &mut [u8], offset:
     conn.call(Command::GetTensor, &w.into_bytes(), out);
 }
 
-unsafe extern "C" fn set_tensor(buffer: *mut Buffer, tensor: *mut Tensor, data: *const c_void, offset: usize, size: usize) {
+unsafe extern "C" fn set_tensor(
+    buffer: *mut Buffer,
+    tensor: *mut Tensor,
+    data: *const c_void,
+    offset: usize,
+    size: usize,
+) {
     // SAFETY: called by the buffer's own table with a live tensor and `size` readable bytes.
-    let (ctx, tensor, data, usage) = unsafe {
-        (ours(buffer), &*tensor, std::slice::from_raw_parts(data.cast::<u8>(), size), (*buffer).usage)
-    };
+    let (ctx, tensor, data, usage) =
+        unsafe { (ours(buffer), &*tensor, std::slice::from_raw_parts(data.cast::<u8>(), size), (*buffer).usage) };
     upload(&ctx.conn, tensor, usage, data, offset);
 }
 
-unsafe extern "C" fn get_tensor(buffer: *mut Buffer, tensor: *const Tensor, data: *mut c_void, offset: usize, size: usize) {
+unsafe extern "C" fn get_tensor(
+    buffer: *mut Buffer,
+    tensor: *const Tensor,
+    data: *mut c_void,
+    offset: usize,
+    size: usize,
+) {
     // SAFETY: called by the buffer's own table with a live tensor and `size` writable bytes.
     let (ctx, tensor, out) =
         unsafe { (ours(buffer), &*tensor, std::slice::from_raw_parts_mut(data.cast::<u8>(), size)) };

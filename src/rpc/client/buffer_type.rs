@@ -165,8 +165,9 @@ unsafe extern "C" fn get_alloc_size(buft: *mut BufferType, tensor: *const Tensor
         let described = unsafe { src.as_ref() }.map_or(WireTensor::NONE, |s| super::buffer::describe(s, None));
         w.tensor(&described);
     }
-    let size = u64::from_le_bytes(Connection::open_or_abort(&ctx.endpoint).call_for(Command::GetAllocSize, &w.into_bytes()))
-        as usize;
+    let size =
+        u64::from_le_bytes(Connection::open_or_abort(&ctx.endpoint).call_for(Command::GetAllocSize, &w.into_bytes()))
+            as usize;
     SIZES.lock().unwrap_or_else(|e| e.into_inner()).insert(key, size);
     size
 }

@@ -100,7 +100,10 @@ fn hello(stream: &mut Stream) -> io::Result<()> {
     if major != VERSION.0 || minor > VERSION.1 {
         return Err(io::Error::new(
             io::ErrorKind::Unsupported,
-            format!("RPC server version mismatch: {major}.{minor}.{patch} (this client speaks {}.{}.x)", VERSION.0, VERSION.1),
+            format!(
+                "RPC server version mismatch: {major}.{minor}.{patch} (this client speaks {}.{}.x)",
+                VERSION.0, VERSION.1
+            ),
         ));
     }
     Ok(())

@@ -54,7 +54,8 @@ pub fn new(endpoint: &str, index: u32, number: u32) -> *mut Device {
         description: CString::new(endpoint).unwrap_or_default(),
         last_graph_uid: AtomicU64::new(0),
     });
-    let device = Box::new(Device { iface: INTERFACE, reg: registry::base_ptr(), context: Box::into_raw(context).cast() });
+    let device =
+        Box::new(Device { iface: INTERFACE, reg: registry::base_ptr(), context: Box::into_raw(context).cast() });
     Box::into_raw(device)
 }
 

@@ -110,7 +110,9 @@ unsafe extern "C" fn get_device(reg: *mut Reg, index: usize) -> *mut Device {
         None => crate::ggml_abort!("the RPC registry lists no devices: add a server with ggml_backend_rpc_add_server"),
         Some(c) => match c.devices.get(index) {
             Some(&d) => d,
-            None => crate::ggml_abort!("{} has {} devices, not index {}", c.name.to_string_lossy(), c.devices.len(), index),
+            None => {
+                crate::ggml_abort!("{} has {} devices, not index {}", c.name.to_string_lossy(), c.devices.len(), index)
+            }
         },
     }
 }
