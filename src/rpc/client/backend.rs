@@ -16,7 +16,7 @@ use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::rpc::wire::{Command, WireTensor, Writer, address};
 
-struct Context {
+struct BackendContext {
     conn: Arc<Connection>,
     device: *mut crate::backend::interface::Device,
     name: CString,
@@ -56,7 +56,7 @@ pub fn init(endpoint: &str, index: u32) -> Option<*mut Backend> {
     let device = registry::device(endpoint, index)?;
     let conn = Connection::open(endpoint).ok()?;
     let name = CString::new(format!("RPC{index}[{endpoint}]")).unwrap_or_default();
-    let context = Box::into_raw(Box::new(Context { conn, device, name }));
+    let context = Box::into_raw(Box::new(BackendContext { conn, device, name }));
     let backend = Box::new(Backend { guid: GUID.0.get(), iface: INTERFACE, device, context: context.cast() });
     Some(Box::into_raw(backend))
 }
@@ -70,9 +70,9 @@ pub fn is_rpc(backend: BackendPtr) -> bool {
 
 /// # Safety
 /// `backend` is one made by [`init`] and not yet freed.
-unsafe fn context<'a>(backend: *mut Backend) -> &'a Context {
-    // SAFETY: the caller's contract: the context is the boxed Context.
-    unsafe { &*(*backend).context.cast::<Context>() }
+unsafe fn context<'a>(backend: *mut Backend) -> &'a BackendContext {
+    // SAFETY: the caller's contract: the context is the boxed BackendContext.
+    unsafe { &*(*backend).context.cast::<BackendContext>() }
 }
 
 unsafe extern "C" fn get_name(backend: *mut Backend) -> *const c_char {
@@ -83,7 +83,7 @@ unsafe extern "C" fn get_name(backend: *mut Backend) -> *const c_char {
 unsafe extern "C" fn free(backend: *mut Backend) {
     // SAFETY: called once by the backend's own table; both boxes were made in `init`.
     unsafe {
-        drop(Box::from_raw((*backend).context.cast::<Context>()));
+        drop(Box::from_raw((*backend).context.cast::<BackendContext>()));
         drop(Box::from_raw(backend));
     }
 }

@@ -14,7 +14,7 @@ use crate::backend::interface::{Buffer, BufferType, BufferTypeInterface};
 use crate::core::tensor::{MAX_DIMS, MAX_OP_PARAMS, MAX_SRC, Tensor};
 use crate::rpc::wire::{Command, WireTensor, Writer};
 
-struct Context {
+struct TypeContext {
     endpoint: String,
     device: u32,
     name: CString,
@@ -51,7 +51,7 @@ pub fn buffer_type(endpoint: &str, device: u32) -> Option<BufferTypePtr> {
     let request = device.to_le_bytes();
     let alignment = u64::from_le_bytes(conn.call_for(Command::GetAlignment, &request)) as usize;
     let max_size = u64::from_le_bytes(conn.call_for(Command::GetMaxSize, &request)) as usize;
-    let context = Box::new(Context {
+    let context = Box::new(TypeContext {
         endpoint: endpoint.to_owned(),
         device,
         name: CString::new(name.clone()).unwrap_or_default(),
@@ -70,20 +70,20 @@ pub fn is_of(buft: BufferTypePtr, endpoint: &str, device: u32) -> bool {
     // SAFETY: a buffer type handle points to a live type.
     let iface = unsafe { (*buft.as_ptr()).iface };
     let ours = iface.get_name.is_some_and(|f| std::ptr::fn_addr_eq(f, get_name as unsafe extern "C" fn(_) -> _));
-    // SAFETY: ours carry a Context, alive for the process.
+    // SAFETY: ours carry a TypeContext, alive for the process.
     ours && unsafe { context(buft.as_ptr()) }.is_some_and(|c| c.endpoint == endpoint && c.device == device)
 }
 
 /// # Safety
 /// `buft` is one of this file's types.
-unsafe fn context<'a>(buft: *mut BufferType) -> Option<&'a Context> {
-    // SAFETY: the caller's contract: the context is a leaked Context.
-    unsafe { (*buft).context.cast::<Context>().as_ref() }
+unsafe fn context<'a>(buft: *mut BufferType) -> Option<&'a TypeContext> {
+    // SAFETY: the caller's contract: the context is a leaked TypeContext.
+    unsafe { (*buft).context.cast::<TypeContext>().as_ref() }
 }
 
 /// # Safety
 /// As [`context`].
-unsafe fn ours<'a>(buft: *mut BufferType) -> &'a Context {
+unsafe fn ours<'a>(buft: *mut BufferType) -> &'a TypeContext {
     // SAFETY: the caller's contract.
     unsafe { context(buft) }.unwrap_or_else(|| unreachable!("RPC buffer types always carry a context"))
 }

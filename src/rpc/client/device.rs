@@ -15,7 +15,7 @@ use crate::backend::interface::{Backend, BufferType, DevCaps, DevProps, DevType,
 use crate::core::tensor::Tensor;
 use crate::rpc::wire::Command;
 
-pub struct Context {
+pub struct DeviceContext {
     pub endpoint: String,
     /// The device's index on its server.
     pub index: u32,
@@ -47,7 +47,7 @@ const INTERFACE: DeviceInterface = DeviceInterface {
 /// A new device for device `index` of the server at `endpoint`, named "RPC<number>" and
 /// described by the endpoint; it lives for the process.
 pub fn new(endpoint: &str, index: u32, number: u32) -> *mut Device {
-    let context = Box::new(Context {
+    let context = Box::new(DeviceContext {
         endpoint: endpoint.to_owned(),
         index,
         name: CString::new(format!("RPC{number}")).unwrap_or_default(),
@@ -61,9 +61,9 @@ pub fn new(endpoint: &str, index: u32, number: u32) -> *mut Device {
 
 /// # Safety
 /// `dev` is a device made by [`new`].
-pub unsafe fn context<'a>(dev: *mut Device) -> &'a Context {
-    // SAFETY: the caller's contract: the context is the leaked Context.
-    unsafe { &*(*dev).context.cast::<Context>() }
+pub unsafe fn context<'a>(dev: *mut Device) -> &'a DeviceContext {
+    // SAFETY: the caller's contract: the context is the leaked DeviceContext.
+    unsafe { &*(*dev).context.cast::<DeviceContext>() }
 }
 
 /// `ggml_backend_rpc_get_device_memory`: the server's `(free, total)`, or zeros (logged) when

@@ -23,7 +23,7 @@ const INTERFACE: RegInterface = RegInterface {
 };
 
 /// A server's registry: its name and devices (the base registry has no context).
-struct Context {
+struct ServerRegContext {
     name: CString,
     devices: Vec<*mut Device>,
 }
@@ -69,7 +69,7 @@ pub fn add_server(endpoint: &str) -> Option<RegPtr> {
     servers.next_device += count;
     let devices = (0..count).map(|i| device::new(endpoint, i, first + i)).collect();
     let name = CString::new(format!("RPC[{endpoint}]")).unwrap_or_default();
-    let context = Box::into_raw(Box::new(Context { name, devices }));
+    let context = Box::into_raw(Box::new(ServerRegContext { name, devices }));
     let reg = Box::new(Reg { api_version: GGML_BACKEND_API_VERSION, iface: INTERFACE, context: context.cast() });
     // SAFETY: just leaked: a server's registry lives for the process, as in the reference.
     let reg = unsafe { RegPtr::from_raw(Box::into_raw(reg)) }?;
@@ -89,9 +89,9 @@ pub fn device(endpoint: &str, index: u32) -> Option<*mut Device> {
 
 /// # Safety
 /// `reg` is the base registry or one made by [`add_server`].
-unsafe fn context<'a>(reg: *mut Reg) -> Option<&'a Context> {
-    // SAFETY: the caller's contract: the context is null or a leaked Context.
-    unsafe { (*reg).context.cast::<Context>().as_ref() }
+unsafe fn context<'a>(reg: *mut Reg) -> Option<&'a ServerRegContext> {
+    // SAFETY: the caller's contract: the context is null or a leaked ServerRegContext.
+    unsafe { (*reg).context.cast::<ServerRegContext>().as_ref() }
 }
 
 unsafe extern "C" fn get_name(reg: *mut Reg) -> *const c_char {
