@@ -1,21 +1,19 @@
 //! `ggml-rpc.h`: backends, buffer types and registries on remote servers, and the server.
 
-use std::ffi::{CStr, c_char};
+use std::ffi::c_char;
 
 use crate::backend::backend::BackendPtr;
 use crate::backend::buffer::BufferTypePtr;
 use crate::backend::interface::{Backend, BufferType, Device, Reg};
 use crate::ffi::handle::opt_arg;
 use crate::rpc::client::{backend, buffer_type, device, registry};
+use crate::rpc::endpoint_arg;
 
 /// The endpoint argument of `export`, which ggml requires.
 #[track_caller]
 fn endpoint<'a>(ptr: *const c_char, export: &str) -> std::borrow::Cow<'a, str> {
-    if ptr.is_null() {
-        crate::ggml_abort!("NULL endpoint passed to {}", export);
-    }
     // SAFETY: a non-null endpoint is a C string that outlives the call (the API's contract).
-    unsafe { CStr::from_ptr(ptr) }.to_string_lossy()
+    unsafe { endpoint_arg(ptr, export) }
 }
 
 #[unsafe(no_mangle)]

@@ -20,11 +20,8 @@ pub unsafe extern "C" fn start_server_c(
     n_devices: usize,
     devices: *mut *mut Device,
 ) {
-    if endpoint.is_null() {
-        crate::ggml_abort!("NULL endpoint passed to ggml_backend_rpc_start_server");
-    }
     // SAFETY: the caller's contract.
-    let endpoint = unsafe { CStr::from_ptr(endpoint) }.to_string_lossy();
+    let endpoint = unsafe { super::endpoint_arg(endpoint, "ggml_backend_rpc_start_server") };
     // SAFETY: as above.
     let cache_dir = (!cache_dir.is_null()).then(|| unsafe { CStr::from_ptr(cache_dir) }.to_string_lossy().into_owned());
     let devices: Vec<DevicePtr> = if devices.is_null() || n_devices == 0 {

@@ -122,11 +122,8 @@ unsafe extern "C" fn get_device(reg: *mut Reg, index: usize) -> *mut Device {
 /// # Safety
 /// `endpoint` is NULL (which aborts) or a C string.
 pub unsafe extern "C" fn add_server_c(endpoint: *const c_char) -> *mut Reg {
-    if endpoint.is_null() {
-        crate::ggml_abort!("NULL endpoint passed to ggml_backend_rpc_add_server");
-    }
-    // SAFETY: a non-null endpoint is a C string (the function's contract).
-    let endpoint = unsafe { CStr::from_ptr(endpoint) }.to_string_lossy();
+    // SAFETY: the function's contract.
+    let endpoint = unsafe { crate::rpc::endpoint_arg(endpoint, "ggml_backend_rpc_add_server") };
     add_server(&endpoint).map_or(std::ptr::null_mut(), RegPtr::as_ptr)
 }
 
