@@ -14,7 +14,7 @@
 
 use std::arch::x86_64::*;
 
-use super::{FromGroups, Kind, PANEL_ROWS, transpose};
+use super::{Avx512, FromGroups, Kind, PANEL_ROWS, transpose};
 use crate::cpu::kernels::features::features;
 use crate::cpu::kernels::simd;
 use crate::quants::half::Bf16;
@@ -40,6 +40,7 @@ pub(super) fn applies(n: i64) -> bool {
 pub(super) struct Bf16Pairs;
 
 impl Kind for Bf16Pairs {
+    type Isa = Avx512;
     const TILE_COLS: usize = TILE_COLS;
     const UNIT: usize = 2;
     const SPAN: usize = 2048;

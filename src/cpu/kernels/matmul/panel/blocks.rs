@@ -21,7 +21,7 @@
 use std::arch::x86_64::*;
 use std::marker::PhantomData;
 
-use super::{Kind, PANEL_ROWS, transpose};
+use super::{Avx512, Kind, PANEL_ROWS, transpose};
 use crate::cpu::kernels::dot;
 use crate::cpu::kernels::x86::avx512::{bytes_pair, five_bit_pair, nibbles_pair};
 use crate::quants::fp4::{BlockMxfp4, E2M1_DOUBLED, e8m0_to_f32_half};
@@ -280,6 +280,7 @@ impl<F: Format> Blocks<F> {
 }
 
 impl<F: Format> Kind for Blocks<F> {
+    type Isa = Avx512;
     const TILE_COLS: usize = 8;
     const UNIT: usize = 32;
     const SPAN: usize = usize::MAX;

@@ -14,7 +14,7 @@
 use std::arch::x86_64::*;
 use std::marker::PhantomData;
 
-use super::{FromGroups, Kind, PANEL_ROWS, lanes, transpose};
+use super::{Avx512, FromGroups, Kind, PANEL_ROWS, lanes, transpose};
 use crate::cpu::kernels::simd;
 use crate::quants::half::Bf16;
 
@@ -134,28 +134,27 @@ impl Float for Bf16 {
 /// which the tiles waited for the cache: about a third of the FMA rate.)
 const TILE_COLS: usize = 12;
 
-/// The float formats' [`Kind`]: `T` weights, `f32` activations.
-pub(super) struct Floats<T>(PhantomData<T>);
+/// Activation rows rounded as `T` weights take them and interleaved value by value in groups
+/// of `COLS` columns (`[k][COLS]`), the float kinds' layout.
+pub(super) struct Interleaved<const COLS: usize>;
 
-impl<T: Float> Kind for Floats<T> {
-    const TILE_COLS: usize = TILE_COLS;
-    const UNIT: usize = 1;
-    const SPAN: usize = 2048;
-
-    fn activations_size(n: usize, cols: usize) -> usize {
-        4 * n * cols.next_multiple_of(Self::TILE_COLS)
+impl<const COLS: usize> Interleaved<COLS> {
+    /// Bytes of `cols` columns of `n` values.
+    pub(super) fn size(n: usize, cols: usize) -> usize {
+        4 * n * cols.next_multiple_of(COLS)
     }
 
-    fn activation(acts: *mut u8, n: usize, col: usize, start: usize) -> *mut u8 {
-        let (group, lane) = (col / Self::TILE_COLS, col % Self::TILE_COLS);
-        acts.wrapping_add(4 * ((group * n + start) * Self::TILE_COLS + lane))
+    /// Where values `start..` of column `col` begin.
+    pub(super) fn at(acts: *mut u8, n: usize, col: usize, start: usize) -> *mut u8 {
+        let (group, lane) = (col / COLS, col % COLS);
+        acts.wrapping_add(4 * ((group * n + start) * COLS + lane))
     }
 
-    fn panel_size(n: usize) -> usize {
-        n.next_multiple_of(16) * 64
-    }
-
-    unsafe fn convert(x: &[f32], _n: usize, first: usize, at: *mut u8) {
+    /// Writes `x`, values `first..` of a column, rounded, from the column's place `at`.
+    ///
+    /// # Safety
+    /// As for [`Kind::convert`].
+    pub(super) unsafe fn convert<T: Float>(x: &[f32], first: usize, at: *mut u8) {
         let mut rounded = [0f32; 256];
         for (part, x) in x.chunks(256).enumerate() {
             let rounded = &mut rounded[..x.len()];
@@ -163,9 +162,36 @@ impl<T: Float> Kind for Floats<T> {
             let first = first + 256 * part;
             for (k, &v) in rounded.iter().enumerate() {
                 // SAFETY: value first + k of the column (the caller's contract).
-                unsafe { at.cast::<f32>().add((first + k) * Self::TILE_COLS).write(v) };
+                unsafe { at.cast::<f32>().add((first + k) * COLS).write(v) };
             }
         }
+    }
+}
+
+/// The float formats' [`Kind`]: `T` weights, `f32` activations.
+pub(super) struct Floats<T>(PhantomData<T>);
+
+impl<T: Float> Kind for Floats<T> {
+    type Isa = Avx512;
+    const TILE_COLS: usize = TILE_COLS;
+    const UNIT: usize = 1;
+    const SPAN: usize = 2048;
+
+    fn activations_size(n: usize, cols: usize) -> usize {
+        Interleaved::<TILE_COLS>::size(n, cols)
+    }
+
+    fn activation(acts: *mut u8, n: usize, col: usize, start: usize) -> *mut u8 {
+        Interleaved::<TILE_COLS>::at(acts, n, col, start)
+    }
+
+    fn panel_size(n: usize) -> usize {
+        n.next_multiple_of(16) * 64
+    }
+
+    unsafe fn convert(x: &[f32], _n: usize, first: usize, at: *mut u8) {
+        // SAFETY: the caller's contract.
+        unsafe { Interleaved::<TILE_COLS>::convert::<T>(x, first, at) }
     }
 
     unsafe fn decode(rows: &[*const u8], n: usize, panel: *mut u8) {

@@ -15,7 +15,7 @@
 use std::arch::x86_64::*;
 use std::marker::PhantomData;
 
-use super::{Kind, PANEL_ROWS, transpose};
+use super::{Avx512, Kind, PANEL_ROWS, transpose};
 use crate::cpu::kernels::dot::whole::Whole;
 use crate::quants::half::Half;
 use crate::quants::iq4::{BlockIq4Xs, LEVELS as IQ4_LEVELS};
@@ -196,6 +196,7 @@ impl<F: KFormat> KQuants<F> {
 }
 
 impl<F: KFormat> Kind for KQuants<F> {
+    type Isa = Avx512;
     const TILE_COLS: usize = 8;
     const UNIT: usize = QK_K;
     const SPAN: usize = usize::MAX;

@@ -1,24 +1,26 @@
-//! Batched products over decoded weight panels, on AVX-512 VNNI processors.
+//! Batched products over decoded weight panels, on AVX-512 VNNI processors, and for float
+//! weights on AVX2 processors.
 //!
 //! The dot-product tiles of `x86::avx512` hold several values of one weight row per register:
 //! every register of products ends in a horizontal sum (floats) or in a conversion and an FMA
 //! per block pair (blocks), and every tile decodes its weights again. Here each thread first
-//! decodes a panel of 16 weight rows into a layout where one register holds the same values
-//! of all sixteen rows (a transpose); activation values broadcast against it give sixteen
-//! rows' sums at once, in the lanes where they are stored. A panel is decoded once and then
-//! serves every column of its chunk, so the decoding is paid back over a batch; ggml reaches
-//! the same shape by repacking weights when they are loaded.
+//! decodes a panel of 16 weight rows into a layout where one register (two AVX2 registers)
+//! holds the same values of all sixteen rows (a transpose); activation values broadcast
+//! against it give sixteen rows' sums at once, in the lanes where they are stored. A panel is
+//! decoded once and then serves every column of its chunk, so the decoding is paid back over a
+//! batch; ggml reaches the same shape by repacking weights when they are loaded.
 //!
 //! [`blocks`] holds the formats with a scale per 32 values (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL,
 //! MXFP4) or per block of such units (Q1_0, Q2_0),
 //! [`kquants`] the super-block formats with Q8_K activations (Q2_K to Q6_K, IQ4_XS,
 //! the grid I-quants and the ternary formats),
 //! [`floats`] the F32, F16 and BF16 weights, [`bf16_pairs`] BF16 weights on processors
-//! with AVX512-BF16; `with_kind!` is the one list of them. This module
-//! shares the work out: chunks of one panel by a range of columns, taken from the team's
-//! counter, each thread decoding into its own part of the scratch after the activations
-//! (converted into the kind's layout first).
+//! with AVX512-BF16, [`avx2_floats`] F32 and F16 weights in AVX2 registers; `with_kind!` is the
+//! one list of them. This module shares the work out: chunks of one panel by a range of
+//! columns, taken from the team's counter, each thread decoding into its own part of the
+//! scratch after the activations (converted into the kind's layout first).
 
+mod avx2_floats;
 mod bf16_pairs;
 mod blocks;
 mod floats;
@@ -55,8 +57,32 @@ fn min_group_cols() -> i64 {
 /// thread against 381 µs at 64, ggml's 383.)
 const MIN_CHUNK_COLS: i64 = 64;
 
+/// The registers a kind's tiles sum in, and the instruction set its functions need.
+trait Isa {
+    /// The sums of a panel's 16 rows against one column.
+    type Sums: Copy;
+
+    /// Runs the decoded panel against up to [`Kind::TILE_COLS`] columns and stores its first
+    /// `nrows` results at each column's destination (adding them to what is there when
+    /// `accumulate`).
+    ///
+    /// # Safety
+    /// This processor has the instruction set; as for [`Kind::tile`]; each destination holds
+    /// `nrows` floats no other thread writes.
+    unsafe fn run_tile<K: Kind<Isa = Self>>(
+        panel: *const u8,
+        n: usize,
+        nrows: usize,
+        cols: &[Column],
+        accumulate: bool,
+    );
+}
+
 /// A family of weight formats and the layouts its panels and activations take.
 trait Kind {
+    /// The instruction set of its functions: the safety contract of each `unsafe` one below
+    /// includes that this processor has it.
+    type Isa: Isa;
     /// Activation columns per pass over a panel (at most [`MAX_TILE_COLS`]).
     const TILE_COLS: usize;
     /// Values of an activation row converted as one unit.
@@ -87,7 +113,7 @@ trait Kind {
     /// pointers) into `panel`; rows past the last read as zero.
     ///
     /// # Safety
-    /// AVX-512; each pointer starts a row of `n` values of the weights' type; `panel` holds
+    /// Each pointer starts a row of `n` values of the weights' type; `panel` holds
     /// [`Kind::panel_size`] bytes on a cache line.
     unsafe fn decode(rows: &[*const u8], n: usize, panel: *mut u8);
 
@@ -95,21 +121,21 @@ trait Kind {
     /// per column.
     ///
     /// # Safety
-    /// AVX-512; the panel holds a decoded panel of rows of `n` values; each activation row
+    /// The panel holds a decoded panel of rows of `n` values; each activation row
     /// holds `n` values in the kind's layout; the columns are consecutive columns of one group
     /// of [`Kind::TILE_COLS`] (kinds that interleave a group's activations read them all from
     /// the first column's place).
-    unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [__m512; C];
+    unsafe fn tile<const C: usize>(panel: *const u8, n: usize, acts: &[*const u8; C]) -> [<Self::Isa as Isa>::Sums; C];
 }
 
 /// A [`Kind`] whose panels can also be made from weights in the CPU_REPACK layout, where a
 /// group of 16 rows keeps each value (or pair of values) of its rows together
-/// ([`crate::cpu::repack::layout`]): the float kinds.
+/// ([`crate::cpu::repack::layout`]): the AVX-512 float kinds.
 trait FromGroups: Kind {
     /// Decodes `n` values of a group's rows, from its chunk at `group`, into `panel`.
     ///
     /// # Safety
-    /// AVX-512; `group` starts the chunks of `n` values of a group of the weights' type;
+    /// `group` starts the chunks of `n` values of a group of the weights' type;
     /// `panel` holds [`Kind::panel_size`] bytes on a cache line.
     unsafe fn decode_group(group: *const u8, n: usize, panel: *mut u8);
 }
@@ -119,7 +145,7 @@ trait FromGroups: Kind {
 /// ([`from_group`]).
 ///
 /// # Safety
-/// AVX-512; the rows exist in `src0` (whole groups where repacked); `panel` is this thread's
+/// The kind's instruction set; the rows exist in `src0` (whole groups where repacked); `panel` is this thread's
 /// panel, of [`Kind::panel_size`] bytes for the span on a cache line.
 type Decode = unsafe fn(src0: &Tensor, first: *const u8, nrows: usize, span: Span, panel: *mut u8);
 
@@ -168,8 +194,8 @@ fn span_len<K: Kind>(n: usize, cols: usize) -> usize {
 /// The most columns of any kind's tile.
 const MAX_TILE_COLS: usize = 12;
 
-/// `with_kind!` for the float weights, whose kinds also read repacked groups ([`FromGroups`]);
-/// `None` for other weights.
+/// `with_avx512_kind!` for the float weights, whose kinds also read repacked groups
+/// ([`FromGroups`]); `None` for other weights.
 macro_rules! with_float_kind {
     ($src0:expr, $f:ident($($args:expr),*)) => {
         match $src0.type_ {
@@ -182,8 +208,8 @@ macro_rules! with_float_kind {
     };
 }
 
-/// `Some($f::<Kind>($args))` with the kind of the weights `src0`, `None` for weights without
-/// one: the one list of the types the panels take from plain rows. (Written out rather than
+/// `Some($f::<Kind>($args))` with the AVX-512 kind of the weights `src0`, `None` for weights
+/// without one: the one list of the types the panels take from plain rows. (Written out rather than
 /// generated from `quants::formats`: a panel kind is an optimisation, NVFP4 has none, and the
 /// weights without one are multiplied through their dot products' tiles.)
 ///
@@ -193,7 +219,7 @@ macro_rules! with_float_kind {
 /// a visibly different result (mean KL divergence 1.3e-4 from the reference over
 /// scripts/llama-quality's text, against 0 in ggml's order). Repacked BF16 weights, which have
 /// no counterpart in ggml's x86 build, keep the panels.
-macro_rules! with_kind {
+macro_rules! with_avx512_kind {
     ($src0:expr, $f:ident($($args:expr),*)) => {
         match $src0.type_ {
             Type::F32 | Type::F16 => with_float_kind!($src0, $f($($args),*)),
@@ -226,6 +252,27 @@ macro_rules! with_kind {
     };
 }
 
+/// `Some($f::<Kind>($args))` with the kind of the weights `src0` on this processor, `None` for
+/// weights without one: `with_avx512_kind!` where AVX-512 VNNI is, else the AVX2 kinds of the
+/// F32 and F16 weights. (The block formats' AVX2 dot-product tiles sum whole blocks in
+/// integers, as ggml's do, which a panel in AVX2 registers would not beat by as much as their
+/// AVX-512 panels do.)
+macro_rules! with_kind {
+    ($src0:expr, $f:ident($($args:expr),*)) => {
+        if features().has_avx512() {
+            with_avx512_kind!($src0, $f($($args),*))
+        } else if features().has_avx2_fma() {
+            match $src0.type_ {
+                Type::F32 => Some($f::<avx2_floats::Floats<f32>>($($args),*)),
+                Type::F16 => Some($f::<avx2_floats::Floats<u16>>($($args),*)),
+                _ => None,
+            }
+        } else {
+            None
+        }
+    };
+}
+
 /// `with_kind!` for weights [`applies`] has accepted.
 macro_rules! of_kind {
     ($src0:expr, $f:ident($($args:expr),*)) => {
@@ -235,8 +282,8 @@ macro_rules! of_kind {
 }
 
 /// Whether the panel route takes a MUL_MAT of `src0` by `src1` (before the scratch is known):
-/// weights of a kind here (repacked ones of a kind that reads groups), F32 activations, enough
-/// columns per weight matrix, and a processor with AVX-512 VNNI.
+/// weights of a kind on this processor (repacked ones of a kind that reads groups), F32
+/// activations and enough columns per weight matrix.
 ///
 /// A panel serves the columns of its own matrix only, so what pays its decoding back is the
 /// columns each matrix meets, not all of them: generation's attention (one token, the query
@@ -244,12 +291,13 @@ macro_rules! of_kind {
 pub(super) fn applies(src0: &Tensor, src1: &Tensor) -> bool {
     fn any<K: Kind>() {}
     let (kind, min_cols) = if is_repacked(src0) {
-        (with_float_kind!(src0, any()), min_group_cols())
+        // (weights are repacked only where AVX-512 is)
+        (features().has_avx512().then(|| with_float_kind!(src0, any())).flatten(), min_group_cols())
     } else {
         (with_kind!(src0, any()), MIN_COLS)
     };
     let per_matrix = src1.ne[1] * (src1.ne[2] / src0.ne[2]) * (src1.ne[3] / src0.ne[3]);
-    kind.is_some() && src1.type_ == Type::F32 && per_matrix >= min_cols && features().has_avx512()
+    kind.is_some() && src1.type_ == Type::F32 && per_matrix >= min_cols
 }
 
 /// Scratch bytes for the panel route with `n_threads` threads: the converted activations, then
@@ -435,12 +483,12 @@ impl Pass<'_> {
             if (ir1 as usize).is_multiple_of(K::TILE_COLS) || tile_matrix.is_some_and(|m| m != matrix) {
                 // SAFETY: the panel holds the tile's matrix's rows; the destinations are this
                 // chunk's own.
-                unsafe { run_tile::<K>(self.panel, span.len, nrows, &tile[..count], accumulate) };
+                unsafe { <K::Isa as Isa>::run_tile::<K>(self.panel, span.len, nrows, &tile[..count], accumulate) };
                 count = 0;
             }
             if *decoded != Some((matrix, p, span)) {
                 let first = src0.data.cast::<u8>().wrapping_add(matrix + first_row as usize * src0.nb[1]).cast_const();
-                // SAFETY: AVX-512 was checked by `applies`; the rows exist in src0 (packed
+                // SAFETY: the kind's instruction set was checked by `applies`; the rows exist in src0 (packed
                 // rows, checked by mul_mat; whole groups where repacked); the panel's scratch
                 // is this thread's alone.
                 unsafe { (self.decode)(src0, first, nrows, span, self.panel) };
@@ -453,30 +501,39 @@ impl Pass<'_> {
             at.advance();
         }
         // SAFETY: as above.
-        unsafe { run_tile::<K>(self.panel, span.len, nrows, &tile[..count], accumulate) };
+        unsafe { <K::Isa as Isa>::run_tile::<K>(self.panel, span.len, nrows, &tile[..count], accumulate) };
     }
 }
 
-/// Runs the decoded panel against up to [`Kind::TILE_COLS`] columns and stores its first
-/// `nrows` results at each column's destination (adding them to what is there when
-/// `accumulate`).
-///
-/// The destinations are fetched for writing first: a chunk writes one cache line per column,
-/// each in another page, a pattern no prefetcher follows, and waiting for each line at the
-/// store cost as much as the products (measured: 22 % of a Q4_0 prompt's time).
-///
-/// # Safety
-/// As for [`Kind::tile`]; each destination holds `nrows` floats no other thread writes.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-unsafe fn run_tile<K: Kind>(panel: *const u8, n: usize, nrows: usize, cols: &[Column], accumulate: bool) {
+/// Fetches each column's destination for writing, before a tile stores its results there: a
+/// chunk writes one cache line per column, each in another page, a pattern no prefetcher
+/// follows, and waiting for each line at the store cost as much as the products (measured: 22 %
+/// of a Q4_0 prompt's time).
+#[inline(always)]
+fn prefetch_destinations(cols: &[Column], nrows: usize) {
     for col in cols {
         let last = col.1.wrapping_add(nrows.saturating_sub(1));
-        // (prefetching reads nothing and cannot fault)
-        _mm_prefetch::<_MM_HINT_ET0>(col.1.cast());
+        // SAFETY: prefetching reads nothing and cannot fault.
+        unsafe { _mm_prefetch::<_MM_HINT_ET0>(col.1.cast()) };
         if (last as usize) / CACHE_LINE_SIZE != (col.1 as usize) / CACHE_LINE_SIZE {
-            _mm_prefetch::<_MM_HINT_ET0>(last.cast());
+            // SAFETY: as above.
+            unsafe { _mm_prefetch::<_MM_HINT_ET0>(last.cast()) };
         }
     }
+}
+
+/// Runs `K`'s tile of as many columns as `cols` holds and hands each column its sums.
+/// (Inlined into each instruction set's [`Isa::run_tile`], whose features the tiles need.)
+///
+/// # Safety
+/// As for [`Isa::run_tile`].
+#[inline(always)]
+unsafe fn each_tile<K: Kind>(
+    panel: *const u8,
+    n: usize,
+    cols: &[Column],
+    mut store: impl FnMut(&Column, <K::Isa as Isa>::Sums),
+) {
     macro_rules! arms {
         ($($c:literal)*) => {
             match cols.len() {
@@ -485,9 +542,8 @@ unsafe fn run_tile<K: Kind>(panel: *const u8, n: usize, nrows: usize, cols: &[Co
                     let acts: [*const u8; $c] = std::array::from_fn(|k| cols[k].0);
                     // SAFETY: the caller's contract.
                     let sums = unsafe { K::tile::<$c>(panel, n, &acts) };
-                    for (s, col) in sums.iter().zip(cols) {
-                        // SAFETY: nrows floats of this column's destination (the caller's contract).
-                        unsafe { store(col.1, *s, nrows, accumulate) };
+                    for (s, col) in sums.into_iter().zip(cols) {
+                        store(col, s);
                     }
                 })*
                 other => crate::ggml_abort!("mul_mat: {} columns in a panel tile", other),
@@ -495,6 +551,26 @@ unsafe fn run_tile<K: Kind>(panel: *const u8, n: usize, nrows: usize, cols: &[Co
         };
     }
     arms!(1 2 3 4 5 6 7 8 9 10 11 12);
+}
+
+/// AVX-512 VNNI (with AVX2, FMA, F16C): a panel's 16 rows in one register.
+struct Avx512;
+
+impl Isa for Avx512 {
+    type Sums = __m512;
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn run_tile<K: Kind<Isa = Self>>(
+        panel: *const u8,
+        n: usize,
+        nrows: usize,
+        cols: &[Column],
+        accumulate: bool,
+    ) {
+        prefetch_destinations(cols, nrows);
+        // SAFETY: the caller's contract; each destination holds nrows floats.
+        unsafe { each_tile::<K>(panel, n, cols, |col, s| store(col.1, s, nrows, accumulate)) }
+    }
 }
 
 /// Stores the first `nrows` lanes of `v` at `out`, or adds them to what is there.
@@ -558,7 +634,7 @@ mod tests {
     /// A cache line of a panel.
     #[derive(Clone, Copy)]
     #[repr(align(64))]
-    struct Line([u8; 64]);
+    pub(super) struct Line(pub(super) [u8; 64]);
 
     /// `K`'s panel of 16 rows of `n` values of `ty`, decoded from the plain rows and from the
     /// same rows repacked: the same bytes.
@@ -583,7 +659,7 @@ mod tests {
 
     #[test]
     fn panels_count_the_columns_of_each_weight_matrix() {
-        if !features().has_avx512() {
+        if !features().has_avx2_fma() {
             return;
         }
         let mut c = crate::cpu::kernels::testing::ctx();
@@ -609,7 +685,11 @@ mod tests {
 
     /// `K`'s sums of 16 rows of `n` BF16 values against `C` columns (one group), on its own
     /// panel and activations.
-    fn sums<K: Kind, const C: usize>(rows: &[*const u8], n: usize, columns: &[Vec<f32>; C]) -> [[f32; 16]; C] {
+    fn sums<K: Kind<Isa = Avx512>, const C: usize>(
+        rows: &[*const u8],
+        n: usize,
+        columns: &[Vec<f32>; C],
+    ) -> [[f32; 16]; C] {
         let mut panel = vec![Line([0; 64]); K::panel_size(n) / 64];
         let mut acts = vec![Line([0; 64]); K::activations_size(n, C).div_ceil(64)];
         let base = acts.as_mut_ptr().cast::<u8>();
