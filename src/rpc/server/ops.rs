@@ -76,6 +76,10 @@ pub(super) fn check(node: TensorPtr) -> Verdict {
         Op::SUM | Op::SUM_ROWS | Op::MEAN => reduce(node),
         Op::REPEAT => repeat(node),
         Op::CONCAT => concat(node),
+        Op::CUMSUM | Op::DIAG_MASK_INF | Op::DIAG_MASK_ZERO => same_shape(node),
+        Op::ARGMAX => argmax(node),
+        Op::PAD => pad(node),
+        Op::IM2COL => im2col(node),
         op => Err(format!("op {} is not served", op.name())),
     }
 }
@@ -406,6 +410,69 @@ fn concat(node: TensorPtr) -> Verdict {
         }
     });
     need!(joined, "CONCAT: {:?} and {:?} along {} into {:?}", a.ne, b.ne, dim, node.ne);
+    Ok(None)
+}
+
+/// Ops whose result is shaped as their source and that read nothing else (DIAG_MASK_*'s
+/// `n_past` and its layouts are `supports_op`'s to check).
+fn same_shape(node: TensorPtr) -> Verdict {
+    let a = src(node, 0)?;
+    need!(node.ne == a.ne, "{}: result {:?} is not shaped as {:?}", node.op.name(), node.ne, a.ne);
+    Ok(None)
+}
+
+fn argmax(node: TensorPtr) -> Verdict {
+    let a = src(node, 0)?;
+    need!(node.ne == [a.ne[1], 1, 1, 1], "ARGMAX: result {:?} for {:?}", node.ne, a.ne);
+    Ok(None)
+}
+
+/// PAD: op_params hold a (before, after) pair per dimension and a circular flag; the result
+/// is the source with so many positions added, which the kernel takes back off each index.
+fn pad(node: TensorPtr) -> Verdict {
+    let a = src(node, 0)?;
+    let padded = (0..MAX_DIMS).all(|d| {
+        let (before, after) = (node.op_params[2 * d], node.op_params[2 * d + 1]);
+        before >= 0 && after >= 0 && a.ne[d].checked_add(i64::from(before) + i64::from(after)) == Some(node.ne[d])
+    });
+    need!(padded, "PAD: {:?} padded by {:?} is not {:?}", a.ne, &node.op_params[..8], node.ne);
+    // a circular pad wraps indices around each extent
+    need!(node.op_params[8] == 0 || !a.is_empty(), "PAD: a circular pad of an empty {:?}", a.ne);
+    Ok(None)
+}
+
+/// Strides, paddings and dilations of IM2COL up to which its index arithmetic stays far from
+/// overflow (positions are checked against the image before each read).
+const MAX_UNFOLD_PARAM: i32 = 1 << 16;
+
+/// IM2COL: the result holds a row of the kernel's size (`src[0]`: [KW, KH, IC, ..], or
+/// [KW, IC, ..] in 1D) per output position of every image of `src[1]`; the kernel writes it
+/// packed and reads the image only where a position falls inside it.
+fn im2col(node: TensorPtr) -> Verdict {
+    let (kernel, image) = (src(node, 0)?, src(node, 1)?);
+    let params = &node.op_params[..7];
+    need!(
+        params[..6].iter().all(|p| p.unsigned_abs() <= MAX_UNFOLD_PARAM as u32) && matches!(params[6], 0 | 1),
+        "IM2COL: parameters {:?}",
+        params
+    );
+    let (channels, row) = if params[6] == 1 {
+        (image.ne[2], kernel.ne[2].checked_mul(kernel.ne[1]).and_then(|n| n.checked_mul(kernel.ne[0])))
+    } else {
+        need!(image.ne[3] == 1, "IM2COL: a 1-d image of {:?}", image.ne);
+        (image.ne[1], kernel.ne[1].checked_mul(kernel.ne[0]))
+    };
+    let kernel_channels = if params[6] == 1 { kernel.ne[2] } else { kernel.ne[1] };
+    need!(channels == kernel_channels, "IM2COL: kernel {:?} for image {:?}", kernel.ne, image.ne);
+    let images = if params[6] == 1 { [node.ne[3], image.ne[3]] } else { [node.ne[2], image.ne[2]] };
+    need!(
+        row == Some(node.ne[0]) && images[0] == images[1] && (params[6] == 1 || node.ne[3] == 1),
+        "IM2COL: result {:?} for kernel {:?} and image {:?}",
+        node.ne,
+        kernel.ne,
+        image.ne
+    );
+    need!(node.is_contiguous() && packed(&image), "IM2COL: the result must be contiguous, the image rows packed");
     Ok(None)
 }
 

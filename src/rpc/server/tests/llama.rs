@@ -1,6 +1,7 @@
 //! A llama-style block built with the op constructors (embedding lookup, RMS norm, RoPE, KV
 //! cache stores, attention both as FLASH_ATTN_EXT and as MUL_MAT + SOFT_MAX, SwiGLU, output
-//! rows, expert-style routing, a cast), computed on the CPU here and on the server: every op
+//! rows, expert-style routing, a cast, and a few ops of other families: cumulative sums, a
+//! causal mask, padding, 1-d and 2-d unfolding), computed on the CPU here and on the server: every op
 //! llama.cpp sends for such models passes the server's checks, and the results are the local
 //! ones bit for bit.
 
@@ -16,7 +17,7 @@ use crate::core::graph::cgraph::new_graph_custom;
 use crate::core::op::{GluOp, UnaryOp};
 use crate::core::ops::rope::{RopeParams, rope_type};
 use crate::core::ops::{
-    attention, elementwise as ew, glu, matmul, norm, reduce, rope, rows, shape, softmax, sort, unary,
+    attention, conv, elementwise as ew, glu, matmul, norm, pool, reduce, rope, rows, shape, softmax, sort, unary,
 };
 use crate::core::status::Status;
 use crate::core::tensor::TensorPtr;
@@ -68,6 +69,8 @@ fn a_llama_block_is_served_and_matches_the_local_cpu() {
     let output = weight(c, Type::F16, &[N_EMBD, N_VOCAB]);
     let k_cache = c.new_tensor(Type::F16, &[HEAD * N_HEAD_KV, N_KV]);
     let v_cache = c.new_tensor(Type::F16, &[HEAD * N_HEAD_KV, N_KV]);
+    let kernel_1d = weight(c, Type::F16, &[3, 4, 5]);
+    let kernel_2d = weight(c, Type::F16, &[3, 2, 2, 4]);
 
     let x = rows::get_rows(c, tok_embd, tokens);
     let cur = norm::rms_norm(c, x, 1e-5);
@@ -130,9 +133,19 @@ fn a_llama_block_is_served_and_matches_the_local_cpu() {
     let joined = reduce::concat(c, ratio, sel, 1);
     let clamped = ew::clamp(c, joined, -0.25, 0.25);
     let half = shape::cast(c, clamped, Type::F16);
+    // ops of other model families: running sums, masks, paddings, Whisper's and vision
+    // encoders' unfolded convolutions (the kernels' weights give only their shapes)
+    let sums = reduce::cumsum(c, sel);
+    let masked = softmax::diag_mask_inf(c, sums, 3);
+    let best = reduce::argmax(c, masked);
+    let padded = pool::pad_ext(c, sel, 1, 3, 0, 1, 0, 0, 0, 0);
+    let image_1d = shape::reshape_3d(c, padded, 17, 4, 3);
+    let unfolded_1d = conv::im2col(c, kernel_1d, image_1d, 2, 0, 1, 0, 1, 0, false, Type::F32);
+    let image_2d = shape::reshape_4d(c, sel, 8, 8, 2, 1);
+    let unfolded_2d = conv::im2col(c, kernel_2d, image_2d, 1, 2, 1, 0, 1, 2, true, Type::F16);
 
     let graph = new_graph_custom(c, 512, false);
-    let outputs = [k_store, v_store, logits, picked_sum, half];
+    let outputs = [k_store, v_store, logits, picked_sum, half, best, unfolded_1d, unfolded_2d];
     for t in outputs {
         graph.get_mut().build_forward_expand(t);
     }
@@ -172,7 +185,8 @@ fn a_llama_block_is_served_and_matches_the_local_cpu() {
                 .collect(),
         ),
     ];
-    let weights = [tok_embd, attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down, out_norm, output];
+    let weights =
+        [tok_embd, attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down, out_norm, output, kernel_1d, kernel_2d];
     let data: Vec<(TensorPtr, Vec<u8>)> =
         inputs.into_iter().chain(weights.iter().enumerate().map(|(i, &w)| (w, bytes_of_type(w, i)))).collect();
     for (t, bytes) in &data {
@@ -185,11 +199,18 @@ fn a_llama_block_is_served_and_matches_the_local_cpu() {
     let all: Vec<&WireTensor> = wire.values().collect();
     client.compute(&nodes, &all);
 
-    for t in outputs.into_iter().chain([k_cache, v_cache, x, h, kq, fa, top]) {
+    for t in outputs.into_iter().chain([k_cache, v_cache, x, h, kq, fa, top, masked]) {
         let mut here = vec![0u8; t.nbytes()];
         buffer::tensor_get(t, &mut here, 0);
         let there = client.get(&wire[&crate::rpc::wire::address(&t)], 0, t.nbytes() as u64);
-        assert!(here.iter().any(|&b| b != 0), "{} ({}) is all zeros", t.name(), t.op.name());
+        assert!(
+            here.iter().any(|&b| b != 0),
+            "{} ({} {:?} {}) is all zeros",
+            t.name(),
+            t.op.name(),
+            t.ne,
+            t.type_.name()
+        );
         assert!(here == there, "{} ({}) differs", t.name(), t.op.name());
     }
     // the same graph again, for new tokens at the next positions
