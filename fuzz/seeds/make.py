@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the committed seed corpora, fuzz/seeds/gguf/ and fuzz/seeds/rpc/ (run from anywhere;
-rerun after a format change). Layouts follow src/gguf/reader.rs and src/rpc/wire.rs."""
+"""Writes the committed seed corpora, fuzz/seeds/TARGET/ for every fuzz target (run from
+anywhere; rerun after a format change). Layouts follow src/gguf/reader.rs, src/rpc/wire.rs and
+src/rpc/server/graph.rs; the files are kept tiny so that libFuzzer mutates them quickly."""
 
 import os
 import struct
@@ -61,15 +62,15 @@ def req(cmd, payload):
     return struct.pack("<BQ", cmd, len(payload)) + payload
 
 
-def rpc_tensor(ne, nb, buffer, data):
+def rpc_tensor(ne, nb, buffer, data, tid=1, op=0, src=()):
     return (
-        struct.pack("<QIQ", 1, 0, buffer)  # id, type F32, buffer
+        struct.pack("<QIQ", tid, 0, buffer)  # id, type F32, buffer
         + struct.pack("<4I", *ne)
         + struct.pack("<4I", *nb)
-        + struct.pack("<I", 0)  # op NONE
+        + struct.pack("<I", op)
         + b"\0" * 64  # op_params
         + struct.pack("<i", 0)  # flags
-        + b"\0" * 80  # src
+        + struct.pack("<10Q", *src, *[0] * (10 - len(src)))
         + struct.pack("<QQQ", 0, 0, data)  # view_src, view_offs, data
         + b"t".ljust(64, b"\0")  # name
         + struct.pack("<i", 0)  # use_count
@@ -88,3 +89,17 @@ put(
     + req(4, struct.pack("<Q", HANDLE)),  # FREE_BUFFER
 )
 put("rpc", "device-count", b"\1" + req(15, b""))
+
+# --- GRAPH_COMPUTE payload (the harness sends it after HELLO and a 64 KiB ALLOC_BUFFER):
+# device u32 | n_nodes u32 | node ids u64[] | n_tensors u32 | tensors; c = a + b, 4 floats each.
+SHAPE = ([4, 1, 1, 1], [4, 16, 16, 16])
+a = rpc_tensor(*SHAPE, HANDLE, BASE + 0, tid=1)
+b = rpc_tensor(*SHAPE, HANDLE, BASE + 16, tid=2)
+c = rpc_tensor(*SHAPE, HANDLE, BASE + 32, tid=3, op=2, src=(1, 2))  # ADD
+put("graph", "add", struct.pack("<IIQI", 0, 1, 3, 3) + a + b + c)
+
+# --- validate: the type byte, then the data ---
+put("validate", "f32-nan", b"\0" + struct.pack("<2f", 1.0, float("nan")))
+put("validate", "q4_0", b"\2" + b"\0" * 18)  # one Q4_0 block
+put("validate", "q8_0-inf", b"\x08" + struct.pack("<e", float("inf")) + b"\0" * 32)  # one Q8_0 block
+put("validate", "bf16", b"\x1e" + b"\x80\x7f\0\0")  # BF16 inf, 0

@@ -1,6 +1,8 @@
-//! What the fuzz targets share: a quiet log, and an in-memory RPC connection.
+//! What the fuzz targets share: a quiet log, an in-memory RPC connection, and the RPC server
+//! with its closing check.
 
 pub mod connection;
+pub mod server;
 
 use std::ffi::{c_char, c_void};
 use std::sync::Once;
