@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpora, fuzz/seeds/TARGET/ for every fuzz target (run from
 anywhere; rerun after a format change). Layouts follow src/gguf/reader.rs, src/rpc/wire.rs and
-src/rpc/server/graph.rs; the files are kept tiny so that libFuzzer mutates them quickly."""
+src/rpc/server/graph.rs; the files are kept tiny so that libFuzzer mutates them quickly.
+The crash-* files are not written here: they are inputs fuzzing found crashing (see the
+regression tests they name in their commits), kept so that every run tries them again."""
 
 import os
 import struct
