@@ -256,9 +256,12 @@ pub fn repeat(params: &ComputeParams, dst: TensorPtr) {
         let from = row_addr(&a, [r[0] % ne_a[1], r[1] % ne_a[2], r[2] % ne_a[3]]);
         let to = row_addr(&dst, r);
         for i0 in 0..ne[0] {
+            // `copy`, not `copy_nonoverlapping`: a graph (an RPC client's, say) may place `dst`
+            // over `a`, even element on element, and memory that overlaps must still be
+            // copied, not be undefined behaviour.
             // SAFETY: element i0 < ne0 of this thread's row of `dst` and element i0 % ne00
             // of the matching row of `a`.
-            unsafe { std::ptr::copy_nonoverlapping(from.add((i0 % ne_a[0]) * a.nb[0]), to.add(i0 * dst.nb[0]), unit) };
+            unsafe { std::ptr::copy(from.add((i0 % ne_a[0]) * a.nb[0]), to.add(i0 * dst.nb[0]), unit) };
         }
     }
 }
@@ -364,19 +367,20 @@ pub fn concat(params: &ComputeParams, dst: TensorPtr) {
     }
 }
 
-/// Copies `n` units of `unit` bytes between strided rows.
+/// Copies `n` units of `unit` bytes between strided rows, which may overlap (as in
+/// [`repeat`], a graph may place `dst` over a source).
 ///
 /// # Safety
-/// Both rows hold `n` units at their strides and do not overlap.
+/// Both rows hold `n` units at their strides.
 unsafe fn copy_units(to: *mut u8, sto: usize, from: *const u8, sfrom: usize, n: usize, unit: usize) {
     if sto == unit && sfrom == unit {
         // SAFETY: the caller's contract, for packed rows.
-        unsafe { std::ptr::copy_nonoverlapping(from, to, n * unit) };
+        unsafe { std::ptr::copy(from, to, n * unit) };
         return;
     }
     for i in 0..n {
         // SAFETY: unit i < n of each row.
-        unsafe { std::ptr::copy_nonoverlapping(from.add(i * sfrom), to.add(i * sto), unit) };
+        unsafe { std::ptr::copy(from.add(i * sfrom), to.add(i * sto), unit) };
     }
 }
 
@@ -492,6 +496,22 @@ mod tests {
             }
             assert_eq!(values(r), want);
         });
+    }
+
+    /// Found by fuzzing the RPC server (fuzz/fuzz_targets/graph.rs): a client's REPEAT whose
+    /// destination covers its source copied elements onto themselves with
+    /// `copy_nonoverlapping`, undefined behaviour that debug builds abort on.
+    #[test]
+    fn repeat_over_its_source() {
+        let mut c = ctx();
+        let a = c.new_tensor(Type::F32, &[4]);
+        let shape = c.new_tensor(Type::F32, &[8]);
+        let r = ops::repeat(&mut c, a, shape);
+        // `a` is the first half of the result: its elements are copied onto themselves
+        a.get_mut().data = r.data;
+        put(a, |i| i as f64);
+        run(&mut c, r, repeat, 1, 0, false);
+        assert_eq!(values(r), [0.0, 1.0, 2.0, 3.0, 0.0, 1.0, 2.0, 3.0]);
     }
 
     #[test]

@@ -231,6 +231,15 @@ fn ops_shapes_and_parameters_are_checked() {
             graph_payload(0, &[&y], &[&a, &b, &y])
         });
     }
+    // found by fuzzing (fuzz/fuzz_targets/graph.rs): SET from rows with gaps reached the CPU
+    // kernel's assertion that they are packed
+    refuses_graph(&srv, "SET from rows with gaps", |_, r| {
+        let a = r.tensor(Type::F32, [4, 4, 1, 1], 0);
+        let mut b = r.tensor(Type::F32, [2, 2, 1, 1], 64);
+        b.nb = [8, 16, 32, 32];
+        let y = with_params(op(r.tensor(Type::F32, [4, 4, 1, 1], 128), Op::SET, &[&a, &b]), &[16, 64, 64, 0]);
+        graph_payload(0, &[&y], &[&a, &b, &y])
+    });
     // the same window inside: computed
     let mut c = srv.client();
     let r = c.alloc(4096);
