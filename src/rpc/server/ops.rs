@@ -462,17 +462,17 @@ fn im2col(node: TensorPtr) -> Verdict {
         "IM2COL: parameters {:?}",
         params
     );
-    let (channels, row) = if params[6] == 1 {
-        (image.ne[2], kernel.ne[2].checked_mul(kernel.ne[1]).and_then(|n| n.checked_mul(kernel.ne[0])))
+    // image channels, kernel channels, the kernel's size, and the images of result and image
+    let (channels, kernel_channels, row, images) = if params[6] == 1 {
+        let row = kernel.ne[2].checked_mul(kernel.ne[1]).and_then(|n| n.checked_mul(kernel.ne[0]));
+        (image.ne[2], kernel.ne[2], row, [node.ne[3], image.ne[3]])
     } else {
-        need!(image.ne[3] == 1, "IM2COL: a 1-d image of {:?}", image.ne);
-        (image.ne[1], kernel.ne[1].checked_mul(kernel.ne[0]))
+        need!(image.ne[3] == 1 && node.ne[3] == 1, "IM2COL: 1-d image {:?} into {:?}", image.ne, node.ne);
+        (image.ne[1], kernel.ne[1], kernel.ne[1].checked_mul(kernel.ne[0]), [node.ne[2], image.ne[2]])
     };
-    let kernel_channels = if params[6] == 1 { kernel.ne[2] } else { kernel.ne[1] };
     need!(channels == kernel_channels, "IM2COL: kernel {:?} for image {:?}", kernel.ne, image.ne);
-    let images = if params[6] == 1 { [node.ne[3], image.ne[3]] } else { [node.ne[2], image.ne[2]] };
     need!(
-        row == Some(node.ne[0]) && images[0] == images[1] && (params[6] == 1 || node.ne[3] == 1),
+        row == Some(node.ne[0]) && images[0] == images[1],
         "IM2COL: result {:?} for kernel {:?} and image {:?}",
         node.ne,
         kernel.ne,

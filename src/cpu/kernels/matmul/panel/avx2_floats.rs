@@ -12,7 +12,7 @@ use std::arch::x86_64::*;
 use std::marker::PhantomData;
 
 use super::floats::{Float, Interleaved};
-use super::{Column, Isa, Kind, PANEL_ROWS, each_tile, prefetch_destinations};
+use super::{Column, Isa, Kind, PANEL_ROWS, each_tile};
 
 /// AVX2, FMA and F16C: a panel's 16 rows in two registers.
 pub(super) struct Avx2;
@@ -28,9 +28,8 @@ impl Isa for Avx2 {
         cols: &[Column],
         accumulate: bool,
     ) {
-        prefetch_destinations(cols, nrows);
         // SAFETY: the caller's contract; each destination holds nrows floats.
-        unsafe { each_tile::<K>(panel, n, cols, |col, s| store(col.1, s, nrows, accumulate)) }
+        unsafe { each_tile::<K>(panel, n, nrows, cols, |out, s| store(out, s, nrows, accumulate)) }
     }
 }
 

@@ -522,8 +522,9 @@ fn prefetch_destinations(cols: &[Column], nrows: usize) {
     }
 }
 
-/// Runs `K`'s tile of as many columns as `cols` holds and hands each column its sums.
-/// (Inlined into each instruction set's [`Isa::run_tile`], whose features the tiles need.)
+/// Fetches the columns' destinations, runs `K`'s tile of as many columns as `cols` holds and
+/// hands each column's destination its sums: the body of every instruction set's
+/// [`Isa::run_tile`], inlined there, whose features the tiles and `store` need.
 ///
 /// # Safety
 /// As for [`Isa::run_tile`].
@@ -531,9 +532,11 @@ fn prefetch_destinations(cols: &[Column], nrows: usize) {
 unsafe fn each_tile<K: Kind>(
     panel: *const u8,
     n: usize,
+    nrows: usize,
     cols: &[Column],
-    mut store: impl FnMut(&Column, <K::Isa as Isa>::Sums),
+    mut store: impl FnMut(*mut f32, <K::Isa as Isa>::Sums),
 ) {
+    prefetch_destinations(cols, nrows);
     macro_rules! arms {
         ($($c:literal)*) => {
             match cols.len() {
@@ -543,7 +546,7 @@ unsafe fn each_tile<K: Kind>(
                     // SAFETY: the caller's contract.
                     let sums = unsafe { K::tile::<$c>(panel, n, &acts) };
                     for (s, col) in sums.into_iter().zip(cols) {
-                        store(col, s);
+                        store(col.1, s);
                     }
                 })*
                 other => crate::ggml_abort!("mul_mat: {} columns in a panel tile", other),
@@ -567,9 +570,8 @@ impl Isa for Avx512 {
         cols: &[Column],
         accumulate: bool,
     ) {
-        prefetch_destinations(cols, nrows);
         // SAFETY: the caller's contract; each destination holds nrows floats.
-        unsafe { each_tile::<K>(panel, n, cols, |col, s| store(col.1, s, nrows, accumulate)) }
+        unsafe { each_tile::<K>(panel, n, nrows, cols, |out, s| store(out, s, nrows, accumulate)) }
     }
 }
 
