@@ -33,7 +33,12 @@ pub struct ComputeParams<'a> {
     team: &'a Team<'a>,
 }
 
-impl ComputeParams<'_> {
+impl<'a> ComputeParams<'a> {
+    /// The parameters of `team`'s member, with the scratch of `wsize` bytes at `wdata`.
+    pub fn new(team: &'a Team<'a>, wsize: usize, wdata: *mut u8, use_ref: bool) -> ComputeParams<'a> {
+        ComputeParams { ith: team.ith(), nth: team.nth(), wsize, wdata, use_ref, team }
+    }
+
     /// Waits for the whole team (for kernels with phases, such as converting an operand into
     /// the scratch before using it).
     pub fn barrier(&self) -> bool {

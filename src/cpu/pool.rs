@@ -80,6 +80,35 @@ impl Team<'_> {
     }
 }
 
+impl Threadpool {
+    /// Member `ith` of a team of `nth` that its caller runs on threads of its own, as ggml-cpu's
+    /// internal entry points let C code do (`ggml_barrier` with the pool from the compute
+    /// params): the team shares this pool's barrier and chunk counter. The pool must not be
+    /// running a job meanwhile, and all `nth` members must reach each barrier.
+    pub fn member(&self, ith: usize, nth: usize) -> Team<'_> {
+        crate::ggml_assert!(nth >= 1 && ith < nth, "thread {} of a team of {}", ith, nth);
+        Team { ith, nth, shared: &self.shared }
+    }
+}
+
+/// Runs `f` as the only member of a team with its own barrier and chunk counter (for a
+/// caller with no pool).
+pub fn solo<R>(f: impl FnOnce(&Team) -> R) -> R {
+    let shared = Shared {
+        signal: CachePadded(AtomicU32::new(0)),
+        sleepers: CachePadded(AtomicU32::new(0)),
+        job_word: CachePadded(AtomicU64::new(0)),
+        job: UnsafeCell::new(None),
+        barrier: Barrier::new(),
+        chunk: CachePadded(AtomicUsize::new(0)),
+        paused: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        poll_budget: Duration::ZERO,
+        prio: prio::NORMAL,
+    };
+    f(&Team { ith: 0, nth: 1, shared: &shared })
+}
+
 /// State the workers share with the pool.
 struct Shared {
     /// Bumped whenever workers have something to look at (a job, a pause or resume, the

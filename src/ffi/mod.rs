@@ -11,6 +11,7 @@ pub mod backend;
 pub mod backend_buffer;
 pub mod context;
 pub mod cpu;
+pub mod cpu_kernels;
 pub mod critical_section;
 pub mod diagnostics;
 pub mod file;
