@@ -89,6 +89,22 @@ impl Threadpool {
         crate::ggml_assert!(nth >= 1 && ith < nth, "thread {} of a team of {}", ith, nth);
         Team { ith, nth, shared: &self.shared }
     }
+
+    /// `ggml_barrier`: waits for the team of the latest job (the whole pool before the
+    /// first), for callers that know the pool but not their place in the team.
+    pub fn barrier(&self) {
+        self.shared.barrier.wait(self.shared.team_size.load(Ordering::Relaxed));
+    }
+
+    /// `ggml_threadpool_chunk_set`: sets the chunk counter of the pool's team.
+    pub fn chunk_set(&self, value: usize) {
+        self.shared.chunk.store(value, Ordering::Relaxed);
+    }
+
+    /// `ggml_threadpool_chunk_add`: adds to the chunk counter, returning its previous value.
+    pub fn chunk_add(&self, value: usize) -> usize {
+        self.shared.chunk.fetch_add(value, Ordering::Relaxed)
+    }
 }
 
 /// Runs `f` as the only member of a team with its own barrier and chunk counter (for a
@@ -100,6 +116,7 @@ pub fn solo<R>(f: impl FnOnce(&Team) -> R) -> R {
         job_word: CachePadded(AtomicU64::new(0)),
         job: UnsafeCell::new(None),
         barrier: Barrier::new(),
+        team_size: AtomicUsize::new(1),
         chunk: CachePadded(AtomicUsize::new(0)),
         paused: AtomicBool::new(false),
         stop: AtomicBool::new(false),
@@ -123,6 +140,9 @@ struct Shared {
     /// at the closing barrier.
     job: UnsafeCell<Option<*const JobFn<'static>>>,
     barrier: Barrier,
+    /// The size of the latest job's team (the pool's size before the first job): the team
+    /// that `ggml_barrier` on the pool waits for.
+    team_size: AtomicUsize,
     chunk: CachePadded<AtomicUsize>,
     paused: AtomicBool,
     stop: AtomicBool,
@@ -215,6 +235,7 @@ impl Threadpool {
             job_word: CachePadded(AtomicU64::new(0)),
             job: UnsafeCell::new(None),
             barrier: Barrier::new(),
+            team_size: AtomicUsize::new(n_threads),
             chunk: CachePadded(AtomicUsize::new(0)),
             paused: AtomicBool::new(params.paused),
             stop: AtomicBool::new(false),
@@ -283,6 +304,7 @@ impl Threadpool {
         let _control = self.lock();
         let shared = &*self.shared;
         shared.chunk.store(0, Ordering::Relaxed);
+        shared.team_size.store(n_threads, Ordering::Relaxed);
         self.resume_locked();
 
         let job: &JobFn<'_> = &job;

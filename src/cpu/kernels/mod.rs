@@ -14,6 +14,7 @@ pub mod elementwise;
 pub mod expf;
 pub mod features;
 pub mod glu;
+pub mod hadamard;
 pub mod loss;
 pub mod matmul;
 pub mod norm;
@@ -274,6 +275,14 @@ pub fn supports_op(node: &Tensor) -> bool {
         Some(e) => reference_allows(node) && (e.supports)(node),
         None => false,
     }
+}
+
+/// Runs `op`'s kernel for thread `params.ith` on `node`, which must record `op` (ggml-cpu's
+/// per-op entry points copy a node under another op before calling this); false when this
+/// build has no kernel for `op`.
+pub fn run_op(op: Op, params: &ComputeParams, node: TensorPtr) -> bool {
+    crate::ggml_assert!(node.op == op, "kernel of {} run on a {} node", op.name(), node.op.name());
+    entry(op).map(|e| (e.run)(params, node)).is_some()
 }
 
 /// The CPU kernels as the planner and the compute driver see them.

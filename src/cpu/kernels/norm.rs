@@ -272,6 +272,42 @@ pub fn rms_norm(params: &ComputeParams, dst: TensorPtr) {
     });
 }
 
+/// RMS_NORM and the MUL that follows it in one pass (ggml-cpu's
+/// `ggml_compute_forward_rms_norm_mul_fused`): each row of `mul` becomes `x · scale · w`, where
+/// `x` is the norm's source row, `scale` its RMS_NORM factor and `w` the MUL's other operand,
+/// broadcast over rows. The norm's own result is not written.
+pub fn rms_norm_mul(params: &ComputeParams, norm: TensorPtr, mul: TensorPtr) {
+    let src = source(norm, 0);
+    let w = match (mul.src[0] == norm.as_ptr(), mul.src[1] == norm.as_ptr()) {
+        (true, _) => source(mul, 1),
+        (_, true) => source(mul, 0),
+        _ => crate::ggml_abort!("rms_norm_mul: the MUL node does not take the RMS_NORM node"),
+    };
+    assert_f32_same_shape(&mul, &src);
+    crate::ggml_assert!(
+        w.type_ == Type::F32 && w.ne[0] == src.ne[0] && w.nb[0] == 4 && w.can_repeat_to(&mul),
+        "rms_norm_mul: the weight must be F32 rows of {} contiguous values that repeat onto the result",
+        src.ne[0]
+    );
+    let eps = eps_param(&norm, 0);
+    let math = RowMath::new(params);
+    let n = src.ne[0];
+    let mut r = params.ith as i64;
+    for_each_row(params, &src, &mul, |y| {
+        let (i1, i2, i3) = row_index(&mul.ne, r);
+        let mean = (math.sum_squares(y) / n as f64) as f32;
+        let scale = 1.0 / (mean + eps).sqrt();
+        // SAFETY: `w` is an F32 tensor of rows of `n` contiguous floats (asserted) that repeats
+        // onto the result, so the broadcast row index is within it.
+        let w = unsafe {
+            let row = row_ptr(&w, i1 % w.ne[1], i2 % w.ne[2], i3 % w.ne[3]).cast::<f32>();
+            std::slice::from_raw_parts(row, n as usize)
+        };
+        y.iter_mut().zip(w).for_each(|(v, &w)| *v = *v * scale * w);
+        r += params.nth as i64;
+    });
+}
+
 /// L2_NORM: each row divided by `max(|x|, eps)`.
 pub fn l2_norm(params: &ComputeParams, dst: TensorPtr) {
     let src = source(dst, 0);

@@ -4,8 +4,8 @@
 
 use std::ffi::{c_int, c_void};
 
+use crate::cpu::ComputeParams;
 use crate::cpu::pool::{Team, Threadpool, solo};
-use crate::cpu::{ComputeParams, compute::op_is_empty};
 
 /// `struct ggml_compute_params` (ggml-cpu-impl.h).
 #[repr(C)]
@@ -50,18 +50,10 @@ pub unsafe fn with_team<R>(params: &CComputeParams, export: &str, f: impl FnOnce
 #[track_caller]
 pub unsafe fn with_params<R>(params: *const CComputeParams, export: &str, f: impl FnOnce(&ComputeParams) -> R) -> R {
     // SAFETY: the caller's contract.
-    let Some(c) = (unsafe { params.as_ref() }) else {
-        crate::ggml_abort!("{}: NULL compute params", export)
-    };
+    let Some(c) = (unsafe { params.as_ref() }) else { crate::ggml_abort!("{}: NULL compute params", export) };
     if c.wsize != 0 && c.wdata.is_null() {
         crate::ggml_abort!("{}: compute params with {} bytes of scratch at NULL", export, c.wsize);
     }
     // SAFETY: passed on from the caller.
     unsafe { with_team(c, export, |team| f(&ComputeParams::new(team, c.wsize, c.wdata.cast(), c.use_ref))) }
-}
-
-/// Whether `op` computes nothing (a view): the forward entry points then return at once, as
-/// the reference's dispatcher does.
-pub fn is_view(op: crate::core::op::Op) -> bool {
-    op_is_empty(op)
 }
