@@ -14,6 +14,7 @@ pub mod elementwise;
 pub mod expf;
 pub mod features;
 pub mod glu;
+pub mod interleaved;
 pub mod loss;
 pub mod matmul;
 pub mod norm;

@@ -6,3 +6,4 @@
 //! and the thread team's barrier and chunk counter.
 
 pub mod params;
+pub mod repack;
