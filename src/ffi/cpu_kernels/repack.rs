@@ -57,7 +57,14 @@ unsafe fn view<'a, T>(export: &str, what: &str, p: *const T, len: usize) -> &'a 
 /// # Safety
 /// `s` holds `nc` floats, `vx` the `nc / N` groups of `n / QK` interleaved blocks, `vy` one
 /// activation row of `n / QK` units, as the reference's `gemv` takes them.
-unsafe fn run_gemv<L: Interleaved>(export: &str, n: c_int, s: *mut f32, vx: *const c_void, vy: *const c_void, nc: c_int) {
+unsafe fn run_gemv<L: Interleaved>(
+    export: &str,
+    n: c_int,
+    s: *mut f32,
+    vx: *const c_void,
+    vy: *const c_void,
+    nc: c_int,
+) {
     let (nb, groups) = shape::<L>(export, n, nc);
     let nc = groups * L::COLS;
     // SAFETY: the caller's contract, sizes as the reference reads them.

@@ -38,9 +38,8 @@ where
     let nb = n / L::Block::QK;
     let group_bytes = nb * L::BYTES;
     let act_bytes = nb * <Rhs<L> as Activation>::X4_BYTES;
-    let weights: Vec<Vec<L::Block>> = (0..nc)
-        .map(|c| weight_row::<L>(&x[c / L::COLS * group_bytes..][..group_bytes], c % L::COLS))
-        .collect();
+    let weights: Vec<Vec<L::Block>> =
+        (0..nc).map(|c| weight_row::<L>(&x[c / L::COLS * group_bytes..][..group_bytes], c % L::COLS)).collect();
     for r4 in 0..nr / 4 {
         let acts = &y[r4 * act_bytes..(r4 + 1) * act_bytes];
         for m in 0..4 {
