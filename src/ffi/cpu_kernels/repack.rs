@@ -30,10 +30,10 @@ use crate::quants::k_quants::QK_K;
 /// aborting where the reference asserts.
 fn shape<L: Interleaved>(export: &str, n: c_int, nc: c_int) -> (usize, usize) {
     let qk = L::Block::QK;
-    if n < 0 || n as usize % qk != 0 {
+    if n < 0 || !(n as usize).is_multiple_of(qk) {
         crate::ggml_abort!("{}: n = {} is not a multiple of the block size {}", export, n, qk);
     }
-    if nc < 0 || nc as usize % L::COLS != 0 {
+    if nc < 0 || !(nc as usize).is_multiple_of(L::COLS) {
         crate::ggml_abort!("{}: nc = {} is not a multiple of the {} interleaved rows", export, nc, L::COLS);
     }
     (n as usize / qk, nc as usize / L::COLS)
@@ -222,7 +222,7 @@ unsafe fn run_quantize_mat(
     x4_bytes: usize,
     quantize: impl FnOnce(&[f32], &mut [u8], usize),
 ) {
-    if k < 0 || k as usize % qk != 0 {
+    if k < 0 || !(k as usize).is_multiple_of(qk) {
         crate::ggml_abort!("{}: k = {} is not a multiple of the block size {}", export, k, qk);
     }
     let k = k as usize;
