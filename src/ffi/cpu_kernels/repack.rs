@@ -11,7 +11,9 @@
 //! The reference checks its arguments with `assert`, compiled out of release builds; we
 //! abort on what it would catch (`n` not a whole number of blocks, `nc` not a whole number of
 //! interleaved groups, a `gemm` whose `nr` is not a multiple of 4) rather than read past the
-//! caller's buffers. Like the reference's, `gemv` ignores `nr` (it computes one row).
+//! caller's buffers. Like the reference's, `gemv` ignores `nr` (it computes one row). A
+//! `gemm` whose result rows overlap (`bs < nc`) is refused too: the reference would leave
+//! whichever of the overlapping results its loop order writes last.
 
 use std::ffi::{c_int, c_void};
 

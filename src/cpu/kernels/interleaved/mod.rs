@@ -54,8 +54,9 @@ pub trait Interleaved {
     type Block: VecDot;
     /// Rows kept side by side (`N`).
     const COLS: usize;
-    /// Bytes of the chunks the rows take turns with (`B`), which is also how the activations
-    /// of `gemm` are interleaved.
+    /// The `B` of the layout's name: how many bytes of each activation row `gemm`'s four-row
+    /// units keep together, and (for all but `q1_0`, see [`low_bit`]) the chunks the weight
+    /// rows take turns with.
     const CHUNK: usize;
     /// Bytes of one interleaved block.
     const BYTES: usize;
