@@ -85,6 +85,10 @@ where
         assert!(close(got, want), "{what} gemv: row {c}: {got} against {want}");
     }
 
+    // rows of no values: sums of nothing
+    gemv::<L>(0, &mut s, &[], &[]);
+    assert!(s.iter().all(|&v| v == 0.0), "{what} gemv of empty rows: {s:?}");
+
     let nr = 8;
     let bs = nc + 1;
     let v = values(nr * n, 8);
