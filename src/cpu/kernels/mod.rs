@@ -15,6 +15,7 @@ pub mod expf;
 pub mod features;
 pub mod glu;
 pub mod hadamard;
+pub mod interleaved;
 pub mod loss;
 pub mod matmul;
 pub mod norm;

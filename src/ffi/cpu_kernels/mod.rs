@@ -9,4 +9,5 @@ pub mod extra;
 pub mod forward;
 pub mod iqp;
 pub mod params;
+pub mod repack;
 pub mod team;
