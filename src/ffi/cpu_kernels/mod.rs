@@ -5,4 +5,8 @@
 //! quantizers of each type, the interleaved products of the reference's repacked layouts,
 //! and the thread team's barrier and chunk counter.
 
+pub mod dot;
 pub mod params;
+pub mod quantize;
+pub mod sgemm;
+pub mod vec;

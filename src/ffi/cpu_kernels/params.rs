@@ -50,9 +50,7 @@ pub unsafe fn with_team<R>(params: &CComputeParams, export: &str, f: impl FnOnce
 #[track_caller]
 pub unsafe fn with_params<R>(params: *const CComputeParams, export: &str, f: impl FnOnce(&ComputeParams) -> R) -> R {
     // SAFETY: the caller's contract.
-    let Some(c) = (unsafe { params.as_ref() }) else {
-        crate::ggml_abort!("{}: NULL compute params", export)
-    };
+    let Some(c) = (unsafe { params.as_ref() }) else { crate::ggml_abort!("{}: NULL compute params", export) };
     if c.wsize != 0 && c.wdata.is_null() {
         crate::ggml_abort!("{}: compute params with {} bytes of scratch at NULL", export, c.wsize);
     }
