@@ -53,10 +53,11 @@ QUANT(quantize_row_q4_K) QUANT(quantize_row_q5_K) QUANT(quantize_row_q6_K) QUANT
 QUANT(quantize_row_tq1_0) QUANT(quantize_row_tq2_0) QUANT(quantize_row_iq4_nl) QUANT(quantize_row_iq4_xs)
 QUANT(quantize_row_q8_0_generic) QUANT(quantize_row_q8_1_generic) QUANT(quantize_row_q8_K_generic)
 
-// Relative tolerances. The SIMD products sum in an order of each build's choosing; the
-// scalar twins and the quantizers are expected to agree exactly or nearly.
+// Relative tolerances. Products of float terms (the block scales, the super-block sums) are
+// summed in an order of each build's choosing, SIMD or scalar: of 2048 values, the K-quants'
+// differ by up to 6e-6 and the scalar Q4_1 by 3e-6. The quantizers agree byte for byte.
 #define TOL_SIMD 1e-5
-#define TOL_GENERIC 1e-6
+#define TOL_GENERIC 1e-5
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
