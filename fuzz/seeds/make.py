@@ -105,3 +105,9 @@ put("validate", "f32-nan", b"\0" + struct.pack("<2f", 1.0, float("nan")))
 put("validate", "q4_0", b"\2" + b"\0" * 18)  # one Q4_0 block
 put("validate", "q8_0-inf", b"\x08" + struct.pack("<e", float("inf")) + b"\0" * 32)  # one Q8_0 block
 put("validate", "bf16", b"\x1e" + b"\x80\x7f\0\0")  # BF16 inf, 0
+
+# --- quantize: type index, blocks, rows, mode, then values ---
+ramp = b"".join(struct.pack("<h", v) for v in range(-640, 640, 10))
+put("quantize", "q4_0-bounded", bytes([2, 1, 2, 0]) + ramp)
+put("quantize", "k-quant-imatrix", bytes([12, 0, 0x81, 1]) + ramp)
+put("quantize", "raw-nan-inf", bytes([8, 0, 1, 2]) + struct.pack("<4f", float("nan"), float("inf"), -1e30, 3.0))

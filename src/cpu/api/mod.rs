@@ -14,4 +14,4 @@ pub use features::{CpuFeature, cpu_has};
 pub use graph::{graph_compute, graph_compute_with_ctx, graph_plan};
 pub use numa::{NumaTopology, is_numa, numa_init, numa_strategy, numa_topology};
 pub use settings::{cpu_init, fusion_enabled};
-pub use type_traits::{TypeTraitsCpu, VecDotFn, type_traits_cpu, vec_dot_type};
+pub use type_traits::{TypeTraitsCpu, VecDotFn, dot_rows, type_traits_cpu, vec_dot_type};

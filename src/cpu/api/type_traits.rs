@@ -48,8 +48,7 @@ const _: () = assert!(std::mem::offset_of!(TypeTraitsCpu, nrows) == 24);
 /// A dot product this build has, through the C signature.
 ///
 /// # Safety
-/// `x` holds `nrc` rows of `n` values of weight type `T` (`bx` bytes apart), `y` as many rows
-/// of its activation type (`by` bytes apart), and `s` room for the products at `c·bs + r`.
+/// As [`dot_rows`].
 unsafe extern "C" fn vec_dot<T: VecDot>(
     n: c_int,
     s: *mut f32,
@@ -60,12 +59,34 @@ unsafe extern "C" fn vec_dot<T: VecDot>(
     by: usize,
     nrc: c_int,
 ) {
-    let ty = T::TYPE;
-    let kernel = DotKernel::of::<T>();
-    let n = usize::try_from(n).unwrap_or(0);
-    let (x_len, y_len) = (ty.row_size(n as i64), kernel.vec_dot_type.row_size(n as i64));
-    let nrc = usize::try_from(nrc).unwrap_or(1).max(1);
     let use_simd = features::features().has_avx2_fma();
+    // SAFETY: passed on from the caller.
+    unsafe { dot_rows(DotKernel::of::<T>(), use_simd, n, s, bs, x, bx, y, by, nrc) }
+}
+
+/// `ggml_vec_dot_t` over `kernel`: the `nrc`×`nrc` products of `n` values, on the SIMD path
+/// when `simd` is set (and the processor has one), else on the scalar reference.
+///
+/// # Safety
+/// `x` holds `nrc` rows of `n` values of the kernel's weight type (`bx` bytes apart), `y` as
+/// many rows of its activation type (`by` bytes apart), and `s` room for the products at
+/// `c·bs + r`; `n` is a whole number of blocks.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn dot_rows(
+    kernel: DotKernel,
+    simd: bool,
+    n: c_int,
+    s: *mut f32,
+    bs: usize,
+    x: *const c_void,
+    bx: usize,
+    y: *const c_void,
+    by: usize,
+    nrc: c_int,
+) {
+    let n = usize::try_from(n).unwrap_or(0);
+    let (x_len, y_len) = (kernel.type_.row_size(n as i64), kernel.vec_dot_type.row_size(n as i64));
+    let nrc = usize::try_from(nrc).unwrap_or(1).max(1);
     for c in 0..nrc {
         for r in 0..nrc {
             // SAFETY: the caller provides the rows and the output slots (the function's
@@ -73,7 +94,7 @@ unsafe extern "C" fn vec_dot<T: VecDot>(
             unsafe {
                 let xr = std::slice::from_raw_parts(x.cast::<u8>().add(r * bx), x_len);
                 let yc = std::slice::from_raw_parts(y.cast::<u8>().add(c * by), y_len);
-                *s.add(c * bs + r) = kernel.dot(n, xr, yc, use_simd);
+                *s.add(c * bs + r) = kernel.dot(n, xr, yc, simd);
             }
         }
     }

@@ -94,13 +94,18 @@ fn for_each_row(params: &ComputeParams, src: &Tensor, dst: &Tensor, mut f: impl 
 
 /// The row reductions and scaling, scalar or AVX2.
 #[derive(Clone, Copy)]
-pub(super) struct RowMath {
+pub(crate) struct RowMath {
     avx2: bool,
 }
 
 impl RowMath {
     pub(super) fn new(params: &ComputeParams) -> Self {
         RowMath { avx2: use_avx2(params) }
+    }
+
+    /// The fastest this processor has, for callers without compute params.
+    pub(crate) fn native() -> Self {
+        RowMath { avx2: features().has_avx2_fma() }
     }
 
     /// The sum of `x`, accumulated in f64.
@@ -124,7 +129,7 @@ impl RowMath {
     }
 
     /// Subtracts `mean` from `y` and returns the sum of the (f32) squares of the results.
-    pub(super) fn center(self, y: &mut [f32], mean: f32) -> f64 {
+    pub(crate) fn center(self, y: &mut [f32], mean: f32) -> f64 {
         #[cfg(target_arch = "x86_64")]
         if self.avx2 {
             // SAFETY: as in `sum`.

@@ -48,7 +48,7 @@ impl Alibi {
 }
 
 /// Replaces each `y[i]` with `exp(y[i] - max)` and returns their sum, accumulated in `f64`.
-pub(super) fn exp_row(y: &mut [f32], max: f32, avx2: bool) -> f64 {
+pub(crate) fn exp_row(y: &mut [f32], max: f32, avx2: bool) -> f64 {
     #[cfg(target_arch = "x86_64")]
     if avx2 {
         if super::features::features().has_avx512() {

@@ -287,7 +287,7 @@ pub fn cos(params: &ComputeParams, dst: TensorPtr) {
 
 /// The SIMD rows: AVX2 versions on x86-64, the scalar loops elsewhere (never chosen there, as
 /// `use_simd` is false).
-pub(super) mod fast {
+pub(crate) mod fast {
     #[cfg(not(target_arch = "x86_64"))]
     pub use super::scalar_rows::*;
 

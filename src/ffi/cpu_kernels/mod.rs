@@ -5,9 +5,13 @@
 //! quantizers of each type, the interleaved products of the reference's repacked layouts,
 //! and the thread team's barrier and chunk counter.
 
+pub mod dot;
 pub mod extra;
 pub mod forward;
 pub mod iqp;
 pub mod params;
+pub mod quantize;
 pub mod repack;
+pub mod sgemm;
 pub mod team;
+pub mod vec;
