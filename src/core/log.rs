@@ -3,9 +3,35 @@
 //! Both are process-wide, as in ggml: `ggml_log_set` replaces the sink for every context and
 //! backend, and `ggml_set_abort_callback` sees every fatal error before the process ends.
 
+use std::cell::Cell;
 use std::ffi::{CString, c_char, c_void};
 use std::io::Write;
 use std::sync::Mutex;
+
+thread_local! {
+    /// The path of the marker function (see `ffi::handle::this_export!`) of the exported
+    /// function this thread last entered through a handle check. The core's asserts know the
+    /// operation but not which C entry point led to it, so an abort names this one. Exports
+    /// that take no handle leave it as it was; [`clear_export`] forgets it.
+    static EXPORT: Cell<&'static str> = const { Cell::new("") };
+}
+
+/// Records the export being entered (a marker path, trimmed only if an abort needs it).
+#[inline]
+pub fn enter_export(marker_path: &'static str) {
+    EXPORT.with(|e| e.set(marker_path));
+}
+
+/// Forgets the export recorded on this thread: for aborts the C caller itself asks for.
+pub fn clear_export() {
+    EXPORT.with(|e| e.set(""));
+}
+
+/// The exported function's name in the path of a marker function declared in it
+/// (`ggml_rs::ffi::tensor::ggml_nbytes::here`, possibly with `{{closure}}` segments).
+pub fn export_name(marker_path: &'static str) -> &'static str {
+    marker_path.rsplit("::").find(|s| *s != "here" && !s.starts_with('{')).unwrap_or(marker_path)
+}
 
 /// `enum ggml_log_level`.
 #[repr(i32)]
@@ -103,7 +129,12 @@ pub fn abort(file: &str, line: u32, message: &str) -> ! {
     let _ = std::io::stdout().flush();
     // SAFETY: fflush(NULL) flushes every C stdio stream; C callers print through those.
     unsafe { libc::fflush(std::ptr::null_mut()) };
-    let full = format!("{file}:{line}: {message}");
+    let export = export_name(EXPORT.with(Cell::get));
+    let full = if export.is_empty() || message.contains(export) {
+        format!("{file}:{line}: {message}")
+    } else {
+        format!("{file}:{line}: {message} (in {export})")
+    };
     let callback = *ABORT_CALLBACK.lock().unwrap_or_else(|e| e.into_inner());
     match callback {
         Some(cb) => {

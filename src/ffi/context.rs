@@ -135,6 +135,8 @@ pub extern "C" fn ggml_rs_abort_text(file: *const c_char, line: c_int, message: 
     let file = unsafe { String::from_utf8_lossy(arg!(file)).into_owned() };
     // SAFETY: the C caller's contract: handles passed to the API are live.
     let message = unsafe { String::from_utf8_lossy(arg!(message)).into_owned() };
+    // The caller's own abort: no export of ours to name (the handle checks above recorded this one).
+    log::clear_export();
     log::abort(&file, line.max(0) as u32, &message)
 }
 

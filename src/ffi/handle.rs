@@ -49,6 +49,7 @@ pub trait Handle {
 /// As [`Handle::target`], when `ptr` is not NULL.
 #[track_caller]
 pub unsafe fn handle<'a, H: Handle>(ptr: *const H, export: &'static str) -> H::Target<'a> {
+    crate::core::log::enter_export(export);
     match NonNull::new(ptr.cast_mut()) {
         // SAFETY: passed on from the caller.
         Some(p) => unsafe { H::target(p) },
@@ -91,16 +92,10 @@ macro_rules! opt_arg {
 
 pub(crate) use {arg, opt_arg, this_export};
 
-/// The exported function's name in the path of the marker function that [`this_export!`]
-/// declares in it (`ggml_rs::ffi::tensor::ggml_nbytes::here`, or with `{{closure}}` segments).
-fn export_of(marker_path: &'static str) -> &'static str {
-    marker_path.rsplit("::").find(|s| *s != "here" && !s.starts_with('{')).unwrap_or(marker_path)
-}
-
 /// Aborts as ggml does on a NULL argument it requires: file, line, and what was wrong.
 #[track_caller]
 fn null_argument(c_name: &str, export: &'static str) -> ! {
-    abort_at_caller(&format!("NULL {c_name} passed to {}", export_of(export)))
+    abort_at_caller(&format!("NULL {c_name} passed to {}", crate::core::log::export_name(export)))
 }
 
 /// `len` bytes of caller memory at `ptr` (which may be NULL when `len` is 0).
@@ -237,8 +232,8 @@ mod tests {
 
     #[test]
     fn the_export_is_the_function_around_the_marker() {
-        assert_eq!(export_of(marker_path()), "marker_path");
-        assert_eq!(export_of("ggml_rs::ffi::x::ggml_add::{{closure}}::here"), "ggml_add");
+        assert_eq!(crate::core::log::export_name(marker_path()), "marker_path");
+        assert_eq!(crate::core::log::export_name("ggml_rs::ffi::x::ggml_add::{{closure}}::here"), "ggml_add");
     }
 
     #[test]

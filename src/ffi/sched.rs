@@ -12,6 +12,9 @@ use crate::core::tensor::Tensor;
 use crate::ffi::handle::{arg, opt_arg};
 use crate::sched::{Sched, SchedEvalCallback};
 
+/// GGML_SCHED_MAX_BACKENDS of the reference (not in its public headers).
+const MAX_BACKENDS: usize = 16;
+
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_sched_new(
     backends: *mut *mut Backend,
@@ -22,6 +25,13 @@ pub extern "C" fn ggml_backend_sched_new(
     op_offload: bool,
 ) -> *mut Sched {
     crate::ggml_assert!(n_backends > 0, "ggml_backend_sched_new: n_backends must be positive, not {}", n_backends);
+    // The reference sizes its per-backend tables for at most this many.
+    crate::ggml_assert!(
+        n_backends as usize <= MAX_BACKENDS,
+        "ggml_backend_sched_new: n_backends = {} exceeds GGML_SCHED_MAX_BACKENDS = {}",
+        n_backends,
+        MAX_BACKENDS
+    );
     crate::ggml_assert!(!backends.is_null(), "ggml_backend_sched_new: NULL backend list");
     let n = n_backends as usize;
     // SAFETY: the C caller's contract: `n_backends` live backends, and as many live buffer

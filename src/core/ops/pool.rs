@@ -97,7 +97,7 @@ pub fn pool_2d_back(
 /// Resizes `a` (f32) to the given extents with `mode` (a scale mode, optionally or-ed with
 /// scale flags).
 pub fn interpolate(ctx: &mut Context, a: TensorPtr, ne0: i64, ne1: i64, ne2: i64, ne3: i64, mode: u32) -> TensorPtr {
-    crate::ggml_assert!((mode & 0xFF) < scale_mode::COUNT, "scale mode {}", mode & 0xFF);
+    crate::ggml_assert!((mode & 0xFF) < scale_mode::COUNT, "interpolate: unknown scale mode {}", mode & 0xFF);
     crate::ggml_assert!(
         mode & scale_mode::FLAG_ANTIALIAS == 0 || (mode & 0xFF) == scale_mode::BILINEAR,
         "antialiasing is only implemented for bilinear scaling"
@@ -193,13 +193,13 @@ pub fn pad_circular(ctx: &mut Context, a: TensorPtr, p0: i32, p1: i32, p2: i32, 
 
 /// Pads dimension 0 by mirroring `p0` values at its start and `p1` at its end.
 pub fn pad_reflect_1d(ctx: &mut Context, a: TensorPtr, p0: i32, p1: i32) -> TensorPtr {
-    crate::ggml_assert!(p0 >= 0);
-    crate::ggml_assert!(p1 >= 0);
+    crate::ggml_assert!(p0 >= 0, "pad_reflect_1d: p0 = {} is negative", p0);
+    crate::ggml_assert!(p1 >= 0, "pad_reflect_1d: p1 = {} is negative", p1);
     // Each side's padding must be shorter than the dimension it mirrors.
-    crate::ggml_assert!((p0 as i64) < a.ne[0]);
-    crate::ggml_assert!((p1 as i64) < a.ne[0]);
-    crate::ggml_assert!(a.is_contiguous());
-    crate::ggml_assert!(a.type_ == Type::F32);
+    crate::ggml_assert!((p0 as i64) < a.ne[0], "pad_reflect_1d: p0 = {} is not below ne[0] = {}", p0, a.ne[0]);
+    crate::ggml_assert!((p1 as i64) < a.ne[0], "pad_reflect_1d: p1 = {} is not below ne[0] = {}", p1, a.ne[0]);
+    crate::ggml_assert!(a.is_contiguous(), "pad_reflect_1d: a must be contiguous");
+    crate::ggml_assert!(a.type_ == Type::F32, "pad_reflect_1d: a must be F32, not {}", a.type_.name());
     let result = ctx.new_tensor(a.type_, &[a.ne[0] + p0 as i64 + p1 as i64, a.ne[1], a.ne[2], a.ne[3]]);
     result.get_mut().set_op_params_i32(&[p0, p1]);
     set_op(result, Op::PAD_REFLECT_1D, &[a]);
@@ -213,7 +213,7 @@ pub fn roll(ctx: &mut Context, a: TensorPtr, shift0: i32, shift1: i32, shift2: i
     for (i, shift) in [shift0, shift1, shift2, shift3].into_iter().enumerate() {
         crate::ggml_assert!(
             (shift.unsigned_abs() as i64) < a.ne[i],
-            "shift {} along dimension {} of {}",
+            "roll: shift {} along dimension {} of {}",
             shift,
             i,
             a.ne[i]

@@ -29,7 +29,7 @@ pub fn argsort(ctx: &mut Context, a: TensorPtr, order: SortOrder) -> TensorPtr {
 /// The indices of the `k` largest values of each row, largest first: a view of the first `k`
 /// columns of a descending argsort.
 pub fn argsort_top_k(ctx: &mut Context, a: TensorPtr, k: i32) -> TensorPtr {
-    crate::ggml_assert!(a.ne[0] >= k as i64, "top {} of rows of {}", k, a.ne[0]);
+    crate::ggml_assert!(a.ne[0] >= k as i64, "argsort_top_k: k = {} exceeds the row length {}", k, a.ne[0]);
     let sorted = argsort(ctx, a, SortOrder::DESC);
     let [_, ne1, ne2, ne3] = sorted.ne;
     let [_, nb1, nb2, nb3] = sorted.nb;
@@ -38,7 +38,7 @@ pub fn argsort_top_k(ctx: &mut Context, a: TensorPtr, k: i32) -> TensorPtr {
 
 /// The indices (i32, in no particular order) of the `k` largest values of each row.
 pub fn top_k(ctx: &mut Context, a: TensorPtr, k: i32) -> TensorPtr {
-    crate::ggml_assert!(a.ne[0] >= k as i64, "top {} of rows of {}", k, a.ne[0]);
+    crate::ggml_assert!(a.ne[0] >= k as i64, "top_k: k = {} exceeds the row length {}", k, a.ne[0]);
     let result = ctx.new_tensor(Type::I32, &[k as i64, a.ne[1], a.ne[2], a.ne[3]]);
     set_op(result, Op::TOP_K, &[a]);
     result
