@@ -130,7 +130,10 @@ pub fn abort(file: &str, line: u32, message: &str) -> ! {
     // SAFETY: fflush(NULL) flushes every C stdio stream; C callers print through those.
     unsafe { libc::fflush(std::ptr::null_mut()) };
     let export = export_name(EXPORT.with(Cell::get));
-    let full = if export.is_empty() || message.contains(export) {
+    // A message that names a C function already says where it came from (and may come from an
+    // export that takes no handle, after the record was made by another one).
+    let names_a_function = message.contains("ggml_") || message.contains("gguf_");
+    let full = if export.is_empty() || names_a_function {
         format!("{file}:{line}: {message}")
     } else {
         format!("{file}:{line}: {message} (in {export})")

@@ -19,7 +19,6 @@ use super::futex;
 /// How long a waiter spins before sleeping when the team fits on the machine's cores.
 pub const SPIN_BUDGET: Duration = Duration::from_micros(1000);
 
-
 /// The least a waiter spins while the adaptive budget is low: still enough for a hand-over
 /// between two running threads (about a microsecond).
 const MIN_SPIN: Duration = Duration::from_micros(16);

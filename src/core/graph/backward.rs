@@ -109,8 +109,14 @@ impl Graph {
 
         let any_params = self.nodes().any(|n| n.flags & flag::PARAM != 0);
         let any_loss = self.nodes().any(|n| n.flags & flag::LOSS != 0);
-        crate::ggml_assert!(any_params, "no trainable parameters found, did you forget to call ggml_set_param?");
-        crate::ggml_assert!(any_loss, "no training loss found, did you forget to call ggml_set_loss?");
+        crate::ggml_assert!(
+            any_params,
+            "ggml_build_backward_expand: no trainable parameters found, did you forget to call ggml_set_param?"
+        );
+        crate::ggml_assert!(
+            any_loss,
+            "ggml_build_backward_expand: no training loss found, did you forget to call ggml_set_loss?"
+        );
 
         for i in 0..n_forward {
             let node = self.node(i);
