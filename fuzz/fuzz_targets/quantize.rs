@@ -29,6 +29,7 @@ fn quantizable() -> Vec<Type> {
         .map(Type)
         .filter(|t| {
             t.is_valid()
+                && t.blck_size() > 0
                 && !matches!(*t, Type::Q8_1 | Type::Q8_K | Type::I8 | Type::I16 | Type::I32 | Type::I64 | Type::F64)
         })
         .collect()
@@ -56,7 +57,12 @@ fuzz_target!(|data: &[u8]| {
     } else {
         values.chunks_exact(2).map(|b| f32::from(i16::from_le_bytes([b[0], b[1]])) / 64.0).cycle().take(n).collect()
     };
-    let imatrix: Vec<f32> = values.iter().map(|&b| f32::from(b) / 16.0).cycle().take(n_per_row as usize).collect();
+    // one weight per column (a C caller's contract: a shorter importance matrix is over-read)
+    let imatrix: Vec<f32> = if values.is_empty() {
+        vec![1.0; n_per_row as usize]
+    } else {
+        values.iter().map(|&b| f32::from(b) / 16.0).cycle().take(n_per_row as usize).collect()
+    };
     let with_imatrix = mode & 1 != 0 || ggml_quantize_requires_imatrix(ty);
 
     let row_size = ty.row_size(n_per_row);
