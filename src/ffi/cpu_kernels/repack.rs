@@ -123,10 +123,12 @@ unsafe fn run_gemm<L: Interleaved>(
     }
 }
 
-macro_rules! gemv_exports {
-    ($($name:ident => $layout:ty,)*) => {$(
+/// Exports the vector product (`ggml_gemv_*`) and the matrix product (`ggml_gemm_*`) of each
+/// interleaved layout, both under the reference's names.
+macro_rules! product_exports {
+    ($($gemv:ident, $gemm:ident => $layout:ty,)*) => {$(
         #[unsafe(no_mangle)]
-        pub extern "C" fn $name(
+        pub extern "C" fn $gemv(
             n: c_int,
             s: *mut f32,
             bs: usize,
@@ -137,15 +139,11 @@ macro_rules! gemv_exports {
         ) {
             let _ = (bs, nr);
             // SAFETY: this function's C contract is `run_gemv`'s.
-            unsafe { run_gemv::<$layout>(stringify!($name), n, s, vx, vy, nc) }
+            unsafe { run_gemv::<$layout>(stringify!($gemv), n, s, vx, vy, nc) }
         }
-    )*};
-}
 
-macro_rules! gemm_exports {
-    ($($name:ident => $layout:ty,)*) => {$(
         #[unsafe(no_mangle)]
-        pub extern "C" fn $name(
+        pub extern "C" fn $gemm(
             n: c_int,
             s: *mut f32,
             bs: usize,
@@ -155,61 +153,35 @@ macro_rules! gemm_exports {
             nc: c_int,
         ) {
             // SAFETY: this function's C contract is `run_gemm`'s.
-            unsafe { run_gemm::<$layout>(stringify!($name), n, s, bs, vx, vy, nr, nc) }
+            unsafe { run_gemm::<$layout>(stringify!($gemm), n, s, bs, vx, vy, nr, nc) }
         }
     )*};
 }
 
-gemv_exports! {
-    ggml_gemv_q4_0_4x4_q8_0 => Q4_0<4, 4>,
-    ggml_gemv_q4_0_4x8_q8_0 => Q4_0<4, 8>,
-    ggml_gemv_q4_0_8x8_q8_0 => Q4_0<8, 8>,
-    ggml_gemv_q4_0_8x8_q8_0_generic => Q4_0<8, 8>,
-    ggml_gemv_q8_0_4x4_q8_0 => Q8_0<4, 4>,
-    ggml_gemv_q8_0_4x8_q8_0 => Q8_0<4, 8>,
-    ggml_gemv_iq4_nl_4x4_q8_0 => Iq4Nl<4, 4>,
-    ggml_gemv_iq4_nl_8x8_q8_0 => Iq4Nl<8, 8>,
-    ggml_gemv_iq4_nl_8x8_q8_0_generic => Iq4Nl<8, 8>,
-    ggml_gemv_mxfp4_4x4_q8_0 => Mxfp4<4, 4>,
-    ggml_gemv_mxfp4_8x8_q8_0 => Mxfp4<8, 8>,
-    ggml_gemv_mxfp4_8x8_q8_0_generic => Mxfp4<8, 8>,
-    ggml_gemv_q1_0_4x4_q8_0 => Q1_0x4x4,
-    ggml_gemv_q1_0_4x8_q8_0 => Q1_0x4x8,
-    ggml_gemv_q2_K_8x8_q8_K => Q2K<8>,
-    ggml_gemv_q2_K_8x8_q8_K_generic => Q2K<8>,
-    ggml_gemv_q4_K_8x4_q8_K => Q4K<4>,
-    ggml_gemv_q4_K_8x8_q8_K => Q4K<8>,
-    ggml_gemv_q4_K_8x8_q8_K_generic => Q4K<8>,
-    ggml_gemv_q5_K_8x4_q8_K => Q5K<4>,
-    ggml_gemv_q5_K_8x8_q8_K => Q5K<8>,
-    ggml_gemv_q6_K_8x4_q8_K => Q6K<4>,
-    ggml_gemv_q6_K_8x8_q8_K => Q6K<8>,
-}
-
-gemm_exports! {
-    ggml_gemm_q4_0_4x4_q8_0 => Q4_0<4, 4>,
-    ggml_gemm_q4_0_4x8_q8_0 => Q4_0<4, 8>,
-    ggml_gemm_q4_0_8x8_q8_0 => Q4_0<8, 8>,
-    ggml_gemm_q4_0_8x8_q8_0_generic => Q4_0<8, 8>,
-    ggml_gemm_q8_0_4x4_q8_0 => Q8_0<4, 4>,
-    ggml_gemm_q8_0_4x8_q8_0 => Q8_0<4, 8>,
-    ggml_gemm_iq4_nl_4x4_q8_0 => Iq4Nl<4, 4>,
-    ggml_gemm_iq4_nl_8x8_q8_0 => Iq4Nl<8, 8>,
-    ggml_gemm_iq4_nl_8x8_q8_0_generic => Iq4Nl<8, 8>,
-    ggml_gemm_mxfp4_4x4_q8_0 => Mxfp4<4, 4>,
-    ggml_gemm_mxfp4_8x8_q8_0 => Mxfp4<8, 8>,
-    ggml_gemm_mxfp4_8x8_q8_0_generic => Mxfp4<8, 8>,
-    ggml_gemm_q1_0_4x4_q8_0 => Q1_0x4x4,
-    ggml_gemm_q1_0_4x8_q8_0 => Q1_0x4x8,
-    ggml_gemm_q2_K_8x8_q8_K => Q2K<8>,
-    ggml_gemm_q2_K_8x8_q8_K_generic => Q2K<8>,
-    ggml_gemm_q4_K_8x4_q8_K => Q4K<4>,
-    ggml_gemm_q4_K_8x8_q8_K => Q4K<8>,
-    ggml_gemm_q4_K_8x8_q8_K_generic => Q4K<8>,
-    ggml_gemm_q5_K_8x4_q8_K => Q5K<4>,
-    ggml_gemm_q5_K_8x8_q8_K => Q5K<8>,
-    ggml_gemm_q6_K_8x4_q8_K => Q6K<4>,
-    ggml_gemm_q6_K_8x8_q8_K => Q6K<8>,
+product_exports! {
+    ggml_gemv_q4_0_4x4_q8_0, ggml_gemm_q4_0_4x4_q8_0 => Q4_0<4, 4>,
+    ggml_gemv_q4_0_4x8_q8_0, ggml_gemm_q4_0_4x8_q8_0 => Q4_0<4, 8>,
+    ggml_gemv_q4_0_8x8_q8_0, ggml_gemm_q4_0_8x8_q8_0 => Q4_0<8, 8>,
+    ggml_gemv_q4_0_8x8_q8_0_generic, ggml_gemm_q4_0_8x8_q8_0_generic => Q4_0<8, 8>,
+    ggml_gemv_q8_0_4x4_q8_0, ggml_gemm_q8_0_4x4_q8_0 => Q8_0<4, 4>,
+    ggml_gemv_q8_0_4x8_q8_0, ggml_gemm_q8_0_4x8_q8_0 => Q8_0<4, 8>,
+    ggml_gemv_iq4_nl_4x4_q8_0, ggml_gemm_iq4_nl_4x4_q8_0 => Iq4Nl<4, 4>,
+    ggml_gemv_iq4_nl_8x8_q8_0, ggml_gemm_iq4_nl_8x8_q8_0 => Iq4Nl<8, 8>,
+    ggml_gemv_iq4_nl_8x8_q8_0_generic, ggml_gemm_iq4_nl_8x8_q8_0_generic => Iq4Nl<8, 8>,
+    ggml_gemv_mxfp4_4x4_q8_0, ggml_gemm_mxfp4_4x4_q8_0 => Mxfp4<4, 4>,
+    ggml_gemv_mxfp4_8x8_q8_0, ggml_gemm_mxfp4_8x8_q8_0 => Mxfp4<8, 8>,
+    ggml_gemv_mxfp4_8x8_q8_0_generic, ggml_gemm_mxfp4_8x8_q8_0_generic => Mxfp4<8, 8>,
+    ggml_gemv_q1_0_4x4_q8_0, ggml_gemm_q1_0_4x4_q8_0 => Q1_0x4x4,
+    ggml_gemv_q1_0_4x8_q8_0, ggml_gemm_q1_0_4x8_q8_0 => Q1_0x4x8,
+    ggml_gemv_q2_K_8x8_q8_K, ggml_gemm_q2_K_8x8_q8_K => Q2K<8>,
+    ggml_gemv_q2_K_8x8_q8_K_generic, ggml_gemm_q2_K_8x8_q8_K_generic => Q2K<8>,
+    ggml_gemv_q4_K_8x4_q8_K, ggml_gemm_q4_K_8x4_q8_K => Q4K<4>,
+    ggml_gemv_q4_K_8x8_q8_K, ggml_gemm_q4_K_8x8_q8_K => Q4K<8>,
+    ggml_gemv_q4_K_8x8_q8_K_generic, ggml_gemm_q4_K_8x8_q8_K_generic => Q4K<8>,
+    ggml_gemv_q5_K_8x4_q8_K, ggml_gemm_q5_K_8x4_q8_K => Q5K<4>,
+    ggml_gemv_q5_K_8x8_q8_K, ggml_gemm_q5_K_8x8_q8_K => Q5K<8>,
+    ggml_gemv_q6_K_8x4_q8_K, ggml_gemm_q6_K_8x4_q8_K => Q6K<4>,
+    ggml_gemv_q6_K_8x8_q8_K, ggml_gemm_q6_K_8x8_q8_K => Q6K<8>,
 }
 
 /// # Safety
