@@ -13,6 +13,7 @@ use std::ffi::{c_int, c_void};
 use crate::core::types::Type;
 use crate::cpu::api::dot_rows;
 use crate::cpu::kernels::dot::DotKernel;
+use crate::quants::half::Bf16;
 
 /// The products of `ty`'s weight rows with activation rows, on its SIMD path where `simd`
 /// allows one, else on its scalar path.
@@ -44,13 +45,25 @@ unsafe fn dot(
 }
 
 /// Exports each named dot product, the SIMD one (`name`) and, where given, the scalar twin.
+/// The rows are `const void *` unless a pointer type follows in parentheses: vec.h declares
+/// the float types' products over their element pointers.
 macro_rules! vec_dots {
-    ($($name:ident $(/ $generic:ident)? => $ty:ident,)*) => {$(
+    (@rows) => { *const c_void };
+    (@rows $rows:ty) => { $rows };
+    ($($name:ident $(/ $generic:ident)? => $ty:ident $(($rows:ty))?,)*) => {$(
         #[unsafe(no_mangle)]
         #[allow(non_snake_case)]
         pub extern "C" fn $name(
-            n: c_int, s: *mut f32, bs: usize, vx: *const c_void, bx: usize, vy: *const c_void, by: usize, nrc: c_int,
+            n: c_int,
+            s: *mut f32,
+            bs: usize,
+            vx: vec_dots!(@rows $($rows)?),
+            bx: usize,
+            vy: vec_dots!(@rows $($rows)?),
+            by: usize,
+            nrc: c_int,
         ) {
+            let (vx, vy) = (vx as *const c_void, vy as *const c_void);
             // SAFETY: this function's C contract is `ggml_vec_dot_t`'s (see `dot_rows`).
             unsafe { dot(stringify!($name), Type::$ty, true, n, s, bs, vx, bx, vy, by, nrc) }
         }
@@ -68,9 +81,10 @@ macro_rules! vec_dots {
 }
 
 vec_dots! {
-    ggml_vec_dot_f32 => F32,
-    ggml_vec_dot_f16 => F16,
-    ggml_vec_dot_bf16 => BF16,
+    ggml_vec_dot_f32 => F32(*const f32),
+    // ggml_fp16_t is a uint16_t; vec.h takes these two's rows as non-const
+    ggml_vec_dot_f16 => F16(*mut u16),
+    ggml_vec_dot_bf16 => BF16(*mut Bf16),
     ggml_vec_dot_q1_0_q8_0 / ggml_vec_dot_q1_0_q8_0_generic => Q1_0,
     // (the reference's x86 build has no SIMD Q2_0 product, so it exports no twin)
     ggml_vec_dot_q2_0_q8_0 => Q2_0,
@@ -115,8 +129,7 @@ mod tests {
             unsafe { from_float(v.as_ptr(), out.as_mut_ptr().cast(), v.len() as i64) };
             out
         };
-        let cases: [(Type, VecDotFn, Option<VecDotFn>); 4] = [
-            (Type::F32, ggml_vec_dot_f32, None),
+        let cases: [(Type, VecDotFn, Option<VecDotFn>); 3] = [
             (Type::Q4_0, ggml_vec_dot_q4_0_q8_0, Some(ggml_vec_dot_q4_0_q8_0_generic)),
             (Type::Q5_1, ggml_vec_dot_q5_1_q8_1, Some(ggml_vec_dot_q5_1_q8_1_generic)),
             (Type::Q6_K, ggml_vec_dot_q6_K_q8_K, Some(ggml_vec_dot_q6_K_q8_K_generic)),
@@ -137,5 +150,24 @@ mod tests {
                 assert!((got - want).abs() <= 1e-4 * want.abs().max(1.0), "{}: {got} vs {want}", ty.name());
             }
         }
+
+        // the float products take their element pointers, as vec.h declares them
+        let mut want = f32::NAN;
+        let mut got = f32::NAN;
+        // SAFETY: one row of 256 floats each, one result.
+        unsafe {
+            type_traits_cpu(Type::F32).vec_dot.unwrap()(
+                256,
+                &mut want,
+                0,
+                x.as_ptr().cast(),
+                0,
+                y.as_ptr().cast(),
+                0,
+                1,
+            );
+            ggml_vec_dot_f32(256, &mut got, 0, x.as_ptr(), 0, y.as_ptr(), 0, 1);
+        }
+        assert_eq!(got, want, "f32");
     }
 }
