@@ -147,6 +147,18 @@ fn window(node: TensorPtr) -> Verdict {
     let unit = a.type_.type_size() as u64;
     let p = |i: usize| u64::from(node.op_params[i] as u32);
     let strides = [unit, p(0), p(1), p(2)];
+    // the kernels address the window's elements through typed pointers: offset and strides
+    // must keep them aligned as the tensor's own data is (a fuzzed ACC at offset 2 read
+    // misaligned floats)
+    let align = unit.min(8);
+    need!(
+        (0..4).all(|i| p(i) % align == 0),
+        "{}: window offset {} or strides {:?} not multiples of its {}-byte elements",
+        node.op.name(),
+        p(3),
+        &strides[1..],
+        unit
+    );
     let last = (0..MAX_DIMS).try_fold(p(3), |acc, d| acc.checked_add((b.ne[d] as u64 - 1).checked_mul(strides[d])?));
     let room = (node.nbytes() as u64).min(a.nbytes() as u64);
     need!(

@@ -222,6 +222,9 @@ fn ops_shapes_and_parameters_are_checked() {
         (Op::ACC, [-1, 0, 0, 0]),
         (Op::ACC, [16, 16, 16, -8]),
         (Op::SET, [16, 64, 64, 60]),
+        // inside the tensor, but at a misaligned offset or stride (found by the graph fuzzer)
+        (Op::ACC, [16, 64, 64, 2]),
+        (Op::SET, [18, 64, 64, 0]),
         (Op::SET, [i32::MAX, i32::MAX, i32::MAX, i32::MAX]),
     ] {
         refuses_graph(&srv, &format!("{} with window {params:?}", op_.name()), |_, r| {
