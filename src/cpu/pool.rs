@@ -110,19 +110,7 @@ impl Threadpool {
 /// Runs `f` as the only member of a team with its own barrier and chunk counter (for a
 /// caller with no pool).
 pub fn solo<R>(f: impl FnOnce(&Team) -> R) -> R {
-    let shared = Shared {
-        signal: CachePadded(AtomicU32::new(0)),
-        sleepers: CachePadded(AtomicU32::new(0)),
-        job_word: CachePadded(AtomicU64::new(0)),
-        job: UnsafeCell::new(None),
-        barrier: Barrier::new(),
-        team_size: AtomicUsize::new(1),
-        chunk: CachePadded(AtomicUsize::new(0)),
-        paused: AtomicBool::new(false),
-        stop: AtomicBool::new(false),
-        poll_budget: Duration::ZERO,
-        prio: prio::NORMAL,
-    };
+    let shared = Shared::new(1, false, Duration::ZERO, prio::NORMAL);
     f(&Team { ith: 0, nth: 1, shared: &shared })
 }
 
@@ -161,6 +149,23 @@ unsafe impl Sync for Shared {}
 unsafe impl Send for Shared {}
 
 impl Shared {
+    /// The state of a team of `team_size` with no job yet.
+    fn new(team_size: usize, paused: bool, poll_budget: Duration, prio: i32) -> Shared {
+        Shared {
+            signal: CachePadded(AtomicU32::new(0)),
+            sleepers: CachePadded(AtomicU32::new(0)),
+            job_word: CachePadded(AtomicU64::new(0)),
+            job: UnsafeCell::new(None),
+            barrier: Barrier::new(),
+            team_size: AtomicUsize::new(team_size),
+            chunk: CachePadded(AtomicUsize::new(0)),
+            paused: AtomicBool::new(paused),
+            stop: AtomicBool::new(false),
+            poll_budget,
+            prio,
+        }
+    }
+
     /// Wakes every worker to re-read the pool's state.
     fn notify(&self) {
         self.signal.fetch_add(1, Ordering::SeqCst);
@@ -229,21 +234,10 @@ impl Threadpool {
             params.n_threads
         );
         let busy_pool = n_threads > available_cores();
-        let shared = Arc::new(Shared {
-            signal: CachePadded(AtomicU32::new(0)),
-            sleepers: CachePadded(AtomicU32::new(0)),
-            job_word: CachePadded(AtomicU64::new(0)),
-            job: UnsafeCell::new(None),
-            barrier: Barrier::new(),
-            team_size: AtomicUsize::new(n_threads),
-            chunk: CachePadded(AtomicUsize::new(0)),
-            paused: AtomicBool::new(params.paused),
-            stop: AtomicBool::new(false),
-            // A pool larger than the machine polls not at all: its pollers would take the
-            // cores from the threads doing the work.
-            poll_budget: if busy_pool { Duration::ZERO } else { POLL_STEP * params.poll },
-            prio: params.prio,
-        });
+        // A pool larger than the machine polls not at all: its pollers would take the cores
+        // from the threads doing the work.
+        let poll_budget = if busy_pool { Duration::ZERO } else { POLL_STEP * params.poll };
+        let shared = Arc::new(Shared::new(n_threads, params.paused, poll_budget, params.prio));
 
         // Workers are placed first, the calling thread after them (on the later CPUs).
         let mut cursor = 0;
