@@ -143,7 +143,8 @@ impl<K: Kernel> Computation<'_, K> {
         let mut i = 0;
         while i < n_nodes && self.stop_at.load(Ordering::Relaxed) != i {
             let node = self.graph.node(i);
-            if op_is_empty(node.op) || node.flags & flag::COMPUTE == 0 {
+            // ggml computes no node without elements (kernels may divide by an extent).
+            if op_is_empty(node.op) || node.is_empty() || node.flags & flag::COMPUTE == 0 {
                 i += 1;
                 continue;
             }
@@ -168,7 +169,7 @@ impl<K: Kernel> Computation<'_, K> {
 
 /// `ggml_graph_compute`: runs `kernel` over the nodes of `graph` as `plan` says, on the plan's
 /// pool or on the one kept for plans that name none (`KEPT_POOL`). Nodes that compute nothing
-/// (views, reshapes) and nodes not marked for computing are skipped. Returns SUCCESS, ABORTED
+/// (views, reshapes), nodes without elements and nodes not marked for computing are skipped. Returns SUCCESS, ABORTED
 /// when the abort callback asked to stop, or the first failure a kernel reported.
 ///
 /// # Safety

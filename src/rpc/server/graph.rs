@@ -421,6 +421,9 @@ impl StoredGraph {
             }
             let what = || format!("node {pos} ({} {})", node.op.name(), describe(&checked[i].wire));
             let dst = checked[i].placement.ok_or_else(|| format!("{}: no data to compute into", what()))?;
+            if !checked[i].distinct {
+                return Err(format!("{}: result elements overlap (strides {:?})", what(), checked[i].wire.nb));
+            }
             if links[i][..MAX_SRC].iter().any(|&s| s != NO_LINK && checked[s as usize].placement.is_none()) {
                 return Err(format!("{}: a source without data", what()));
             }

@@ -67,6 +67,8 @@ pub(super) struct Checked {
     pub type_: Type,
     /// `ggml_nbytes` of the tensor, the bound the data operations check offsets against.
     pub nbytes: u64,
+    /// No two elements share a byte (see [`elements_distinct`]).
+    pub distinct: bool,
     pub placement: Option<Placement>,
 }
 
@@ -106,6 +108,29 @@ fn nbytes(type_: Type, ne: [u64; MAX_DIMS], nb: [u64; MAX_DIMS]) -> Option<u64> 
         n = n.checked_add((ne[d] - 1).checked_mul(nb[d])?)?;
     }
     Some(n)
+}
+
+/// Whether no two elements (blocks, for the block formats) of the tensor share a byte: taken
+/// by increasing stride, each dimension steps past all that the smaller ones span. Kernels
+/// split a result's elements between threads, so a result whose elements overlap would be
+/// written by two threads at once, and could name far more elements than its bytes hold.
+fn elements_distinct(type_: Type, ne: [u64; MAX_DIMS], nb: [u64; MAX_DIMS]) -> bool {
+    if ne.contains(&0) {
+        return true;
+    }
+    let mut units = ne;
+    units[0] /= type_.blck_size() as u64;
+    let mut dims: Vec<(u64, u64)> = nb.into_iter().zip(units).filter(|&(_, n)| n > 1).collect();
+    dims.sort_unstable();
+    let mut span = type_.type_size() as u64;
+    for (stride, n) in dims {
+        let next = (n - 1).checked_mul(stride).and_then(|b| b.checked_add(span));
+        match next {
+            Some(next) if stride >= span => span = next,
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Checks one wire description: a type with blocks, rows of whole blocks, extents and strides
@@ -148,7 +173,8 @@ pub(super) fn check(t: &WireTensor, buffers: &Buffers) -> Result<Checked, String
             Some(Placement { buffer, start, span })
         }
     };
-    Ok(Checked { wire: *t, type_, nbytes, placement })
+    let distinct = elements_distinct(type_, ne, nb);
+    Ok(Checked { wire: *t, type_, nbytes, distinct, placement })
 }
 
 /// Makes the checked tensor in `ctx`: its type, shape and strides, op, op parameters, flags,
@@ -193,5 +219,24 @@ mod tests {
         assert_eq!(span(Type::F32, [3, 2, 1, 1], [8, 4, 24, 24]), Some(2 * 8 + 4 + 4));
         assert_eq!(span(Type::F32, [0, 2, 1, 1], [4, 4, 4, 4]), Some(0));
         assert_eq!(span(Type::F32, [u32::MAX as u64; 4], [u32::MAX as u64; 4]), None);
+    }
+
+    #[test]
+    fn distinct_elements_allow_any_order_of_strides_and_gaps() {
+        for (ty, ne) in [(Type::F32, [5, 3, 2, 1]), (Type::Q4_0, [64, 3, 1, 2]), (Type::F16, [1, 1, 1, 1])] {
+            assert!(elements_distinct(ty, ne, contiguous(ty, ne)));
+        }
+        // transposed, permuted, rows with gaps, unit dimensions with any stride
+        assert!(elements_distinct(Type::F32, [3, 2, 1, 1], [8, 4, 24, 24]));
+        assert!(elements_distinct(Type::F32, [2, 3, 4, 1], [48, 4, 12, 0]));
+        assert!(elements_distinct(Type::F32, [4, 2, 1, 1], [4, 64, 0, 0]));
+        assert!(elements_distinct(Type::F32, [4, 0, 3, 1], [4, 0, 0, 0]));
+        // found by the graph fuzzer: 1.08e9 elements in 48 bytes
+        assert!(!elements_distinct(Type::F32, [4, 1024, 1024, 1024], [4, 16, 16, 16]));
+        assert!(!elements_distinct(Type::F32, [4, 2, 1, 1], [4, 12, 16, 16]));
+        assert!(!elements_distinct(Type::F32, [4, 2, 1, 1], [4, 0, 16, 16]));
+        assert!(!elements_distinct(Type::F32, [8, 1, 1, 1], [1, 32, 32, 32]));
+        assert!(!elements_distinct(Type::Q4_0, [64, 2, 1, 1], [18, 18, 36, 36]));
+        assert!(!elements_distinct(Type::F32, [3, 3, 1, 1], [u64::MAX / 2, 4, 1, 1]));
     }
 }

@@ -2,6 +2,7 @@
 //! chains long enough to overflow a recursive rebuild.
 
 use super::*;
+use crate::core::op::UnaryOp;
 
 /// Sends the graph `build` makes (given a fresh 4 KiB buffer); the server must refuse it.
 fn refuses_graph(srv: &TestServer, what: &str, build: impl FnOnce(&mut Client, &Remote) -> Vec<u8>) {
@@ -234,6 +235,15 @@ fn ops_shapes_and_parameters_are_checked() {
             graph_payload(0, &[&y], &[&a, &b, &y])
         });
     }
+    // found by the graph fuzzer: a result naming 2^30 elements in 48 bytes ran for seconds
+    refuses_graph(&srv, "a result whose elements overlap", |_, r| {
+        let mut a = r.tensor(Type::F32, [4, 64, 64, 64], 0);
+        a.nb = [4, 0, 0, 0];
+        let mut y = op(r.tensor(Type::F32, [4, 64, 64, 64], 64), Op::UNARY, &[&a]);
+        y.nb = [4, 16, 16, 16];
+        y.op_params[0] = UnaryOp::NEG.0;
+        graph_payload(0, &[&y], &[&a, &y])
+    });
     // found by fuzzing (fuzz/fuzz_targets/graph.rs): SET from rows with gaps reached the CPU
     // kernel's assertion that they are packed
     refuses_graph(&srv, "SET from rows with gaps", |_, r| {
@@ -382,4 +392,22 @@ fn long_chains_cost_no_stack() {
         let all: Vec<&WireTensor> = std::iter::once(&x).chain(&nodes).collect();
         graph_payload(0, &node_refs, &all)
     });
+}
+
+#[test]
+fn empty_nodes_compute_nothing() {
+    // found by the graph fuzzer in CI: a DUP of a [0, 3] into a [3, 0] with gaps between its
+    // rows reached the copy kernel, which divided by the empty dimension; ggml computes no node
+    // that has no elements
+    let srv = TestServer::start(None);
+    let mut c = srv.client();
+    let r = c.alloc(4096);
+    let a = r.tensor(Type::F32, [0, 3, 1, 1], 0);
+    let mut y = op(r.tensor(Type::F16, [3, 0, 1, 1], 64), Op::DUP, &[&a]);
+    y.nb = [2, 16, 16, 16];
+    let (x, s) = (r.tensor(Type::F32, [4, 1, 1, 1], 128), r.tensor(Type::F32, [4, 1, 1, 1], 192));
+    let s = op(s, Op::ADD, &[&x, &x]);
+    c.set_f32(&x, &[1.0, 2.0, 3.0, 4.0]);
+    c.compute(&[&y, &s], &[&a, &y, &x, &s]);
+    assert_eq!(c.get_f32(&s), [2.0, 4.0, 6.0, 8.0]);
 }
