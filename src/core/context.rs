@@ -66,29 +66,34 @@ pub struct Context {
 }
 
 impl Context {
+    /// A context on the caller's memory or on a pool allocated here; aborts when the pool
+    /// cannot be allocated (the internal users size theirs small).
     pub fn new(params: InitParams) -> Box<Context> {
+        Context::try_new(params).unwrap_or_else(|e| crate::ggml_abort!("{e}"))
+    }
+
+    /// As [`Context::new`], with the reason when the pool cannot be allocated, for callers
+    /// whose sizes come from outside (`ggml_init`, a GGUF file's tensor data).
+    pub fn try_new(params: InitParams) -> Result<Box<Context>, String> {
         crate::core::time::init();
         // A zero-sized pool is allowed; it still gets one aligned unit.
         let requested = if params.mem_size == 0 { MEM_ALIGN } else { params.mem_size };
         let (mem_size, mem_buffer, owned) = match NonNull::new(params.mem_buffer.cast::<u8>()) {
             Some(buf) => (requested, buf, false),
             None => {
-                let size = pad(requested, MEM_ALIGN);
-                let layout = Layout::from_size_align(size, POOL_ALIGN)
-                    .unwrap_or_else(|_| crate::ggml_abort!("context size {size} is too large"));
+                let too_large = || format!("failed to allocate {:.2} MB for a context", requested as f64 / 1e6);
+                let size = requested.checked_next_multiple_of(MEM_ALIGN).ok_or_else(too_large)?;
+                let layout = Layout::from_size_align(size, POOL_ALIGN).map_err(|_| too_large())?;
                 // SAFETY: the layout has a non-zero size.
                 let ptr = unsafe { std::alloc::alloc(layout) };
-                let Some(buf) = NonNull::new(ptr) else {
-                    crate::ggml_abort!("failed to allocate {:.2} MB for a context", size as f64 / 1e6)
-                };
-                (size, buf, true)
+                (size, NonNull::new(ptr).ok_or_else(too_large)?, true)
             }
         };
         crate::ggml_assert!(
             (mem_buffer.as_ptr() as usize).is_multiple_of(MEM_ALIGN),
             "context memory buffer must be {MEM_ALIGN}-byte aligned"
         );
-        Box::new(Context {
+        Ok(Box::new(Context {
             mem_size,
             mem_buffer,
             mem_buffer_owned: owned,
@@ -96,7 +101,7 @@ impl Context {
             n_objects: 0,
             objects_begin: std::ptr::null_mut(),
             objects_end: std::ptr::null_mut(),
-        })
+        }))
     }
 
     /// Forgets every object; the pool is reused from its start.

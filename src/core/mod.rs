@@ -6,6 +6,7 @@ pub mod context;
 pub mod element;
 pub mod graph;
 pub mod log;
+pub mod machine;
 pub mod op;
 pub mod ops;
 pub mod status;

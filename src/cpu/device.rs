@@ -12,6 +12,7 @@ use crate::backend::interface::{
     Backend, Buffer, BufferType, DevCaps, DevProps, DevType, Device, DeviceInterface, Reg, RegInterface,
 };
 use crate::backend::reg::{RegPtr, StaticReg};
+use crate::core::machine::physical_memory;
 use crate::core::tensor::Tensor;
 use crate::cpu::repack;
 
@@ -131,15 +132,9 @@ unsafe extern "C" fn dev_get_description(_dev: *mut Device) -> *const c_char {
     DESCRIPTION.as_ptr()
 }
 
-/// Physical memory; ggml counts all of it as free, "free" being ill-defined for system RAM.
-fn system_memory() -> usize {
-    // SAFETY: sysconf only reads system configuration.
-    let (pages, page_size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGE_SIZE)) };
-    usize::try_from(pages).unwrap_or(0).saturating_mul(usize::try_from(page_size).unwrap_or(0))
-}
-
 unsafe extern "C" fn dev_get_memory(_dev: *mut Device, free: *mut usize, total: *mut usize) {
-    let total_bytes = system_memory();
+    // ggml counts all physical memory as free, "free" being ill-defined for system RAM.
+    let total_bytes = physical_memory();
     // SAFETY: callers pass valid out-pointers (ggml_backend_dev_memory's contract).
     unsafe {
         *total = total_bytes;

@@ -7,9 +7,17 @@ use crate::core::log;
 use crate::core::tensor::Tensor;
 use crate::ffi::handle::arg;
 
+/// NULL with a logged reason when the pool cannot be allocated (ggml asserts instead; a
+/// caller that asked for more memory than the machine has gets to say so).
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_init(params: InitParams) -> *mut Context {
-    Box::into_raw(Context::new(params))
+    match Context::try_new(params) {
+        Ok(ctx) => Box::into_raw(ctx),
+        Err(e) => {
+            crate::log_error!("ggml_init: {e}\n");
+            std::ptr::null_mut()
+        }
+    }
 }
 
 #[unsafe(no_mangle)]

@@ -10,6 +10,7 @@ use super::source::Source;
 use super::value::{CBytes, GgufType, Kv};
 use super::{KEY_GENERAL_ALIGNMENT, MAGIC, MAX_ARRAY_ELEMENTS, MAX_STRING_LENGTH, VERSION};
 use crate::core::context::{Context, InitParams, OBJECT_SIZE, TENSOR_SIZE};
+use crate::core::machine::physical_memory;
 use crate::core::tensor::{MAX_DIMS, MAX_NAME};
 use crate::core::types::Type;
 
@@ -413,8 +414,15 @@ fn create_tensors<S: Source>(r: &mut Reader<S>, ctx: &GgufContext, no_alloc: boo
     if !no_alloc && (ctx.size as u64 > r.remaining() || i64::try_from(ctx.size).is_err()) {
         fail!("failed to read tensor data binary blob: {} bytes needed, {} remain", ctx.size, r.remaining());
     }
+    let memory = physical_memory();
+    if !no_alloc && ctx.size > memory {
+        fail!("tensor data of {} bytes is more than this machine's memory ({memory} bytes)", ctx.size);
+    }
 
-    let mut ggml = Context::new(InitParams { mem_size, mem_buffer: std::ptr::null_mut(), no_alloc });
+    let mut ggml = match Context::try_new(InitParams { mem_size, mem_buffer: std::ptr::null_mut(), no_alloc }) {
+        Ok(ggml) => ggml,
+        Err(e) => fail!("{e}"),
+    };
     let mut blob_data: *mut u8 = std::ptr::null_mut();
     if !no_alloc {
         let blob = ggml.new_tensor(Type::I8, &[ctx.size as i64]);
