@@ -1,0 +1,264 @@
+// The prelude every kernel source is compiled with: 16-bit float conversions, ggml's block
+// formats, tensor descriptions and warp reductions. It includes no header, so NVRTC needs
+// nothing but itself, and it compiles as host C++ (the emulator supplies the CUDA built-ins),
+// where the conversions fall back to portable bit arithmetic.
+
+typedef unsigned char u8;
+typedef signed char i8;
+typedef unsigned short u16;
+typedef int i32;
+typedef unsigned int u32;
+typedef long long i64;
+typedef unsigned long long u64;
+
+// ---- tensors ----------------------------------------------------------------------------
+
+// A tensor as a kernel sees it: extents in elements, strides in bytes (ggml's ne and nb).
+struct shape {
+    i64 ne[4];
+    i64 nb[4];
+};
+
+__device__ __forceinline__ i64 shape_rows(const shape & s) {
+    return s.ne[1] * s.ne[2] * s.ne[3];
+}
+
+// The byte offset of row `r` (rows counted over dimensions 1..3 in order).
+__device__ __forceinline__ i64 shape_row_offset(const shape & s, i64 r) {
+    const i64 i1 = r % s.ne[1];
+    const i64 i2 = (r / s.ne[1]) % s.ne[2];
+    const i64 i3 = r / (s.ne[1] * s.ne[2]);
+    return i1 * s.nb[1] + i2 * s.nb[2] + i3 * s.nb[3];
+}
+
+// The byte offset of the element at (i0, i1, i2, i3).
+__device__ __forceinline__ i64 shape_offset(const shape & s, i64 i0, i64 i1, i64 i2, i64 i3) {
+    return i0 * s.nb[0] + i1 * s.nb[1] + i2 * s.nb[2] + i3 * s.nb[3];
+}
+
+// ---- 16-bit floats ----------------------------------------------------------------------
+
+#if defined(__CUDA_ARCH__)
+__device__ __forceinline__ float f16_to_f32(u16 h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ u16 f32_to_f16(float f) {
+    u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+#else
+__device__ __forceinline__ float f16_to_f32(u16 h) {
+    const u32 sign = (u32) (h & 0x8000) << 16;
+    const u32 exp = (h >> 10) & 0x1f;
+    const u32 man = h & 0x3ff;
+    u32 bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+        bits = sign;
+    } else {
+        // subnormal: normalise
+        int e = -1;
+        u32 m = man;
+        do {
+            m <<= 1;
+            ++e;
+        } while ((m & 0x400) == 0);
+        bits = sign | ((u32) (112 - e) << 23) | ((m & 0x3ff) << 13);
+    }
+    return __uint_as_float(bits);
+}
+
+__device__ __forceinline__ u16 f32_to_f16(float f) {
+    const u32 x = __float_as_uint(f);
+    const u32 sign = (x >> 16) & 0x8000;
+    const u32 abs = x & 0x7fffffff;
+    if (abs > 0x7f800000u) {
+        return (u16) (sign | 0x7e00);  // NaN
+    }
+    if (abs >= 0x477ff000u) {
+        return (u16) (sign | 0x7c00);  // rounds to infinity
+    }
+    if (abs < 0x38800000u) {
+        // subnormal or zero: round the shifted mantissa to nearest even
+        if (abs < 0x33000000u) {
+            return (u16) sign;
+        }
+        const u32 e = abs >> 23;
+        const u32 m = (abs & 0x7fffff) | 0x800000;
+        const u32 shift = 126 - e;
+        u32 r = m >> shift;
+        const u32 rest = m & ((1u << shift) - 1);
+        const u32 half = 1u << (shift - 1);
+        r += (rest > half || (rest == half && (r & 1))) ? 1 : 0;
+        return (u16) (sign | r);
+    }
+    u32 r = abs - 0x38000000u;  // rebias the exponent
+    r = (r + 0xfff + ((r >> 13) & 1)) >> 13;
+    return (u16) (sign | r);
+}
+#endif
+
+// bfloat16 is the top half of a float; rounding to nearest even, NaNs kept quiet.
+__device__ __forceinline__ float bf16_to_f32(u16 h) {
+    return __uint_as_float((u32) h << 16);
+}
+
+__device__ __forceinline__ u16 f32_to_bf16(float f) {
+    const u32 x = __float_as_uint(f);
+    if ((x & 0x7fffffff) > 0x7f800000u) {
+        return (u16) ((x >> 16) | 64);
+    }
+    return (u16) ((x + (0x7fff + ((x >> 16) & 1))) >> 16);
+}
+
+// ---- element access by ggml type -------------------------------------------------------
+
+// ggml's type numbers for the types kernels name.
+#define TYPE_F32 0
+#define TYPE_F16 1
+#define TYPE_Q4_0 2
+#define TYPE_Q4_1 3
+#define TYPE_Q5_0 6
+#define TYPE_Q5_1 7
+#define TYPE_Q8_0 8
+#define TYPE_I32 26
+#define TYPE_BF16 30
+
+__device__ __forceinline__ float load_f32(const void * p) { return *(const float *) p; }
+__device__ __forceinline__ float load_f16(const void * p) { return f16_to_f32(*(const u16 *) p); }
+__device__ __forceinline__ float load_bf16(const void * p) { return bf16_to_f32(*(const u16 *) p); }
+__device__ __forceinline__ float load_i32(const void * p) { return (float) *(const i32 *) p; }
+__device__ __forceinline__ void store_f32(void * p, float v) { *(float *) p = v; }
+__device__ __forceinline__ void store_f16(void * p, float v) { *(u16 *) p = f32_to_f16(v); }
+__device__ __forceinline__ void store_bf16(void * p, float v) { *(u16 *) p = f32_to_bf16(v); }
+__device__ __forceinline__ void store_i32(void * p, float v) { *(i32 *) p = (i32) v; }
+
+// ---- block formats (ggml's layouts, byte for byte) -------------------------------------
+
+#define QK4_0 32
+#define QK4_1 32
+#define QK5_0 32
+#define QK5_1 32
+#define QK8_0 32
+
+struct block_q4_0 {
+    u16 d;
+    u8 qs[QK4_0 / 2];
+};
+
+struct block_q4_1 {
+    u16 d;
+    u16 m;
+    u8 qs[QK4_1 / 2];
+};
+
+struct block_q5_0 {
+    u16 d;
+    u8 qh[4];
+    u8 qs[QK5_0 / 2];
+};
+
+struct block_q5_1 {
+    u16 d;
+    u16 m;
+    u8 qh[4];
+    u8 qs[QK5_1 / 2];
+};
+
+struct block_q8_0 {
+    u16 d;
+    i8 qs[QK8_0];
+};
+
+// The value at position `j` (0..31) of a block. In the 4- and 5-bit formats the low nibbles
+// hold positions 0..15 and the high nibbles 16..31; the fifth bits sit in `qh`, bit j.
+__device__ __forceinline__ float q4_0_value(const block_q4_0 & b, int j) {
+    const int q = j < 16 ? (b.qs[j] & 0x0f) : (b.qs[j - 16] >> 4);
+    return (float) (q - 8) * f16_to_f32(b.d);
+}
+
+__device__ __forceinline__ float q4_1_value(const block_q4_1 & b, int j) {
+    const int q = j < 16 ? (b.qs[j] & 0x0f) : (b.qs[j - 16] >> 4);
+    return (float) q * f16_to_f32(b.d) + f16_to_f32(b.m);
+}
+
+__device__ __forceinline__ int fifth_bit(const u8 qh[4], int j) {
+    const u32 bits = (u32) qh[0] | ((u32) qh[1] << 8) | ((u32) qh[2] << 16) | ((u32) qh[3] << 24);
+    return (int) ((bits >> j) & 1) << 4;
+}
+
+__device__ __forceinline__ float q5_0_value(const block_q5_0 & b, int j) {
+    const int low = j < 16 ? (b.qs[j] & 0x0f) : (b.qs[j - 16] >> 4);
+    return (float) ((low | fifth_bit(b.qh, j)) - 16) * f16_to_f32(b.d);
+}
+
+__device__ __forceinline__ float q5_1_value(const block_q5_1 & b, int j) {
+    const int low = j < 16 ? (b.qs[j] & 0x0f) : (b.qs[j - 16] >> 4);
+    return (float) (low | fifth_bit(b.qh, j)) * f16_to_f32(b.d) + f16_to_f32(b.m);
+}
+
+__device__ __forceinline__ float q8_0_value(const block_q8_0 & b, int j) {
+    return (float) b.qs[j] * f16_to_f32(b.d);
+}
+
+// ---- reductions --------------------------------------------------------------------------
+
+#define WARP_SIZE 32
+#define FULL_MASK 0xffffffffu
+// -infinity without math.h
+#define NEG_INF __int_as_float(0xff800000)
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int offset = WARP_SIZE / 2; offset > 0; offset >>= 1) {
+        v += __shfl_xor_sync(FULL_MASK, v, offset);
+    }
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int offset = WARP_SIZE / 2; offset > 0; offset >>= 1) {
+        v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, offset));
+    }
+    return v;
+}
+
+// The sum over the block of every thread's `v`, returned to every thread. `scratch` holds 32
+// floats of shared memory; blockDim.x is a multiple of 32, at most 1024.
+__device__ __forceinline__ float block_sum(float v, float * scratch) {
+    v = warp_sum(v);
+    if (blockDim.x == WARP_SIZE) {
+        return v;
+    }
+    const int warp = threadIdx.x / WARP_SIZE;
+    const int lane = threadIdx.x % WARP_SIZE;
+    __syncthreads();  // scratch may still be read by a previous reduction
+    if (lane == 0) {
+        scratch[warp] = v;
+    }
+    __syncthreads();
+    v = lane < (int) (blockDim.x / WARP_SIZE) ? scratch[lane] : 0.0f;
+    return warp_sum(v);
+}
+
+__device__ __forceinline__ float block_max(float v, float * scratch) {
+    v = warp_max(v);
+    if (blockDim.x == WARP_SIZE) {
+        return v;
+    }
+    const int warp = threadIdx.x / WARP_SIZE;
+    const int lane = threadIdx.x % WARP_SIZE;
+    __syncthreads();
+    if (lane == 0) {
+        scratch[warp] = v;
+    }
+    __syncthreads();
+    v = lane < (int) (blockDim.x / WARP_SIZE) ? scratch[lane] : NEG_INF;
+    return warp_max(v);
+}
