@@ -578,6 +578,10 @@ pub fn set(params: &ComputeParams, dst: TensorPtr) {
         b.type_.name()
     );
     window_prepare(params, &a, &dst);
+    if b.is_empty() {
+        // rows of nothing: no work, however many of them (ggml walks them all)
+        return;
+    }
     let unit = a.type_.type_size();
     crate::ggml_assert!(b.nb[0] == unit, "set: the source rows must be packed");
     let win = Window::from_params(&dst, unit);

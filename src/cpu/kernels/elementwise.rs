@@ -298,6 +298,10 @@ pub fn acc(params: &ComputeParams, dst: TensorPtr) {
     let b = src(dst, 1);
     crate::ggml_assert!(acc_supports(&dst), "acc: needs contiguous f32 tensors and packed f32 rows to add");
     window_prepare(params, &a, &dst);
+    if b.is_empty() {
+        // rows of nothing: no work, however many of them (ggml walks them all)
+        return;
+    }
     let win = Window::from_params(&dst, 4);
     let ne_b = extents(&b);
     win.check(ne_b, dst.nbytes());

@@ -16,6 +16,8 @@ use crate::core::ops::rope::rope_type;
 use crate::core::tensor::{MAX_DIMS, Tensor, TensorPtr};
 use crate::core::types::Type;
 
+use super::tensor::elements_distinct;
+
 /// A source whose values are row (or expert) indices, which must lie in `0..bound`.
 pub(super) struct IndexUse {
     pub slot: usize,
@@ -158,6 +160,15 @@ fn window(node: TensorPtr) -> Verdict {
         p(3),
         &strides[1..],
         unit
+    );
+    // threads add or copy the window's rows side by side, so no two of its elements may share
+    // a byte (a fuzzed ACC of 2^30 elements into a window of strides 0 ran for seconds)
+    need!(
+        elements_distinct(a.type_, b.ne.map(|n| n as u64), strides),
+        "{}: a window of {:?} with strides {:?} whose elements overlap",
+        node.op.name(),
+        b.ne,
+        &strides[1..]
     );
     let last = (0..MAX_DIMS).try_fold(p(3), |acc, d| acc.checked_add((b.ne[d] as u64 - 1).checked_mul(strides[d])?));
     let room = (node.nbytes() as u64).min(a.nbytes() as u64);

@@ -114,7 +114,7 @@ fn nbytes(type_: Type, ne: [u64; MAX_DIMS], nb: [u64; MAX_DIMS]) -> Option<u64> 
 /// by increasing stride, each dimension steps past all that the smaller ones span. Kernels
 /// split a result's elements between threads, so a result whose elements overlap would be
 /// written by two threads at once, and could name far more elements than its bytes hold.
-fn elements_distinct(type_: Type, ne: [u64; MAX_DIMS], nb: [u64; MAX_DIMS]) -> bool {
+pub(super) fn elements_distinct(type_: Type, ne: [u64; MAX_DIMS], nb: [u64; MAX_DIMS]) -> bool {
     if ne.contains(&0) {
         return true;
     }

@@ -227,6 +227,10 @@ fn ops_shapes_and_parameters_are_checked() {
         (Op::ACC, [16, 64, 64, 2]),
         (Op::SET, [18, 64, 64, 0]),
         (Op::SET, [i32::MAX, i32::MAX, i32::MAX, i32::MAX]),
+        // inside the tensor, but with rows that overlap (the graph fuzzer: 2^30 elements in a
+        // window of strides 0)
+        (Op::ACC, [0, 64, 64, 0]),
+        (Op::SET, [4, 64, 64, 0]),
     ] {
         refuses_graph(&srv, &format!("{} with window {params:?}", op_.name()), |_, r| {
             let a = r.tensor(Type::F32, [4, 4, 1, 1], 0);
@@ -410,4 +414,11 @@ fn empty_nodes_compute_nothing() {
     c.set_f32(&x, &[1.0, 2.0, 3.0, 4.0]);
     c.compute(&[&y, &s], &[&a, &y, &x, &s]);
     assert_eq!(c.get_f32(&s), [2.0, 4.0, 6.0, 8.0]);
+
+    // an ACC of an empty source is the copy alone, however many empty rows it names (the
+    // graph fuzzer: 3.3e9 rows of nothing ran for seconds; fuzz/seeds/graph/acc-empty-rows)
+    let b = r.tensor(Type::F32, [0, 1, 6, 553_648_384], 256);
+    let acc = with_params(op(r.tensor(Type::F32, [4, 1, 1, 1], 320), Op::ACC, &[&x, &b]), &[16, 16, 16, 0, 0]);
+    c.compute(&[&acc], &[&x, &b, &acc]);
+    assert_eq!(c.get_f32(&acc), [1.0, 2.0, 3.0, 4.0]);
 }
