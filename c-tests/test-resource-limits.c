@@ -145,11 +145,35 @@ static void gguf_larger_than_the_machine(void) {
     gguf_free(g);
 }
 
+// A GGUF may ask for any power-of-two alignment up to 2^31, and its metadata is padded to
+// it: the size is reported without building the padding, and a file is written with it in
+// small pieces.
+static void gguf_huge_alignment(void) {
+    // a writer keeps the default alignment; a reader takes the key's
+    struct gguf_context * w = gguf_init_empty();
+    gguf_set_val_u32(w, "general.alignment", 1u << 31);
+    uint8_t meta[256];
+    const size_t n = gguf_get_meta_size(w);
+    CHECK(n <= sizeof(meta), "metadata of %zu bytes", n);
+    gguf_get_meta_data(w, meta);
+    gguf_free(w);
+
+    struct gguf_init_params params = { true, NULL };
+    struct gguf_context * g = gguf_init_from_buffer(meta, n, params);
+    CHECK(g && gguf_get_alignment(g) == (size_t) 1 << 31, "alignment 2^31 read back");
+    if (g) {
+        const size_t size = gguf_get_meta_size(g);
+        CHECK(size == (size_t) 1 << 31, "metadata of %zu bytes, expected 2^31", size);
+    }
+    gguf_free(g);
+}
+
 int main(void) {
     ggml_log_set(count_errors, NULL);
     impossible_contexts();
     impossible_buffers();
     gguf_larger_than_the_machine();
+    gguf_huge_alignment();
     ggml_log_set(NULL, NULL);
 
     const long rss = peak_rss_mb();

@@ -528,16 +528,20 @@ pub extern "C" fn gguf_write_to_file(ctx: *const GgufContext, fname: *const c_ch
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_meta_size(ctx: *const GgufContext) -> usize {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    unsafe { writer::meta_bytes(arg!(ctx)).len() }
+    unsafe { writer::meta_size(arg!(ctx)) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_meta_data(ctx: *const GgufContext, data: *mut c_void) {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    let meta = unsafe { writer::meta_bytes(arg!(ctx)) };
+    let (meta, size) = unsafe { (writer::meta_unpadded(arg!(ctx)), writer::meta_size(arg!(ctx))) };
     crate::ggml_assert!(!data.is_null(), "gguf_get_meta_data: NULL output buffer");
-    // SAFETY: the caller provides gguf_get_meta_size() writable bytes at `data`.
-    unsafe { std::ptr::copy_nonoverlapping(meta.as_ptr(), data.cast::<u8>(), meta.len()) };
+    // SAFETY: the caller provides gguf_get_meta_size() = `size` writable bytes at `data`;
+    // the metadata fills the first `meta.len()`, zeros the rest.
+    unsafe {
+        std::ptr::copy_nonoverlapping(meta.as_ptr(), data.cast::<u8>(), meta.len());
+        std::ptr::write_bytes(data.cast::<u8>().add(meta.len()), 0, size - meta.len());
+    }
 }
 
 /// `size_t gguf_type_size(enum gguf_type)`: declared by ggml's internal C++ header and exported

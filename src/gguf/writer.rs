@@ -34,9 +34,9 @@ fn put_str(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
-/// Header, key-value pairs and tensor infos, padded to the alignment: what
-/// `gguf_get_meta_data` returns and what precedes the data section in a file.
-pub fn meta_bytes(ctx: &GgufContext) -> Vec<u8> {
+/// Header, key-value pairs and tensor infos, without the padding to the alignment that
+/// follows them (kept apart: a file may ask for up to 2 GiB of it).
+pub fn meta_unpadded(ctx: &GgufContext) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
     put_u32(&mut out, ctx.version);
@@ -70,21 +70,45 @@ pub fn meta_bytes(ctx: &GgufContext) -> Vec<u8> {
         put_u64(&mut out, ti.offset);
     }
 
+    out
+}
+
+/// The metadata's size with its padding: what `gguf_get_meta_size` returns and where the
+/// data section starts in a file.
+pub fn meta_size(ctx: &GgufContext) -> usize {
+    pad(meta_unpadded(ctx).len(), ctx.alignment)
+}
+
+/// The metadata with its padding, as `gguf_get_meta_data` returns it.
+#[cfg(test)]
+pub fn meta_bytes(ctx: &GgufContext) -> Vec<u8> {
+    let mut out = meta_unpadded(ctx);
     out.resize(pad(out.len(), ctx.alignment), 0);
     out
 }
 
+/// Writes `n` zero bytes from a small buffer.
+fn write_zeros<W: Write>(w: &mut W, mut n: usize) -> std::io::Result<()> {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    while n > 0 {
+        let k = n.min(ZEROS.len());
+        w.write_all(&ZEROS[..k])?;
+        n -= k;
+    }
+    Ok(())
+}
+
 /// Writes the whole context (or only its metadata) to `w`.
 pub fn write_to<W: Write>(ctx: &GgufContext, w: &mut W, only_meta: bool) -> std::io::Result<()> {
-    let meta = meta_bytes(ctx);
+    let meta = meta_unpadded(ctx);
+    let data_start = pad(meta.len(), ctx.alignment);
     w.write_all(&meta)?;
+    write_zeros(w, data_start - meta.len())?;
     if only_meta {
         return Ok(());
     }
 
-    let data_start = meta.len();
-    let mut written = meta.len();
-    let zeros = vec![0u8; ctx.alignment];
+    let mut written = data_start;
     for ti in ctx.tensor_infos() {
         crate::ggml_assert!(
             (written - data_start) as u64 == ti.offset,
@@ -97,7 +121,7 @@ pub fn write_to<W: Write>(ctx: &GgufContext, w: &mut W, only_meta: bool) -> std:
         w.write_all(&data)?;
         written += data.len();
         let padding = pad(written, ctx.alignment) - written;
-        w.write_all(&zeros[..padding])?;
+        write_zeros(w, padding)?;
         written += padding;
     }
     Ok(())
@@ -161,7 +185,7 @@ mod tests {
         ctx.add_tensor(&ti.t);
         let mut file = Vec::new();
         write_to(&ctx, &mut file, false).unwrap();
-        let meta = meta_bytes(&ctx).len();
+        let meta = meta_size(&ctx);
         assert_eq!(&file[meta..], &bytes[..]);
         buf.free();
     }
