@@ -1,0 +1,241 @@
+// Values moving between layouts and types: GET_ROWS (any float or 32-value block type into
+// F32), SET_ROWS (F32 into float or block rows), and CPY/DUP/CONT between float types or from
+// F32 into a block type. Quantization is ggml's reference rounding, one thread per block.
+// shared-memory budget: 0 bytes
+#include "prelude.cuh"
+
+#define GRID_STRIDE(i, n) for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64) gridDim.x * blockDim.x)
+
+__device__ __forceinline__ i64 elements(const shape & s) {
+    return s.ne[0] * s.ne[1] * s.ne[2] * s.ne[3];
+}
+
+// The byte offset of the `i`-th element (or block, with ne[0] counted in blocks) of `s` in
+// logical order.
+__device__ __forceinline__ i64 offset_of(const shape & s, i64 ne0, i64 i) {
+    const i64 i0 = i % ne0;
+    i /= ne0;
+    const i64 i1 = i % s.ne[1];
+    i /= s.ne[1];
+    const i64 i2 = i % s.ne[2];
+    const i64 i3 = i / s.ne[2];
+    return shape_offset(s, i0, i1, i2, i3);
+}
+
+__device__ __forceinline__ bool is_block(int type) {
+    return type == TYPE_Q4_0 || type == TYPE_Q4_1 || type == TYPE_Q5_0 || type == TYPE_Q5_1 || type == TYPE_Q8_0;
+}
+
+// Value `i` of a row of `type` starting at `row` (a block type's row is whole blocks).
+__device__ __forceinline__ float row_value(int type, const char * row, i64 i) {
+    switch (type) {
+        case TYPE_F16: return load_f16(row + 2 * i);
+        case TYPE_BF16: return load_bf16(row + 2 * i);
+        case TYPE_I32: return load_i32(row + 4 * i);
+        case TYPE_Q4_0: return q4_0_value(((const block_q4_0 *) row)[i / 32], (int) (i % 32));
+        case TYPE_Q4_1: return q4_1_value(((const block_q4_1 *) row)[i / 32], (int) (i % 32));
+        case TYPE_Q5_0: return q5_0_value(((const block_q5_0 *) row)[i / 32], (int) (i % 32));
+        case TYPE_Q5_1: return q5_1_value(((const block_q5_1 *) row)[i / 32], (int) (i % 32));
+        case TYPE_Q8_0: return q8_0_value(((const block_q8_0 *) row)[i / 32], (int) (i % 32));
+        default: return load_f32(row + 4 * i);
+    }
+}
+
+__device__ __forceinline__ void store_float(int type, char * p, float v) {
+    switch (type) {
+        case TYPE_F16: store_f16(p, v); break;
+        case TYPE_BF16: store_bf16(p, v); break;
+        case TYPE_I32: store_i32(p, v); break;
+        default: store_f32(p, v); break;
+    }
+}
+
+__device__ __forceinline__ int float_size(int type) {
+    return type == TYPE_F16 || type == TYPE_BF16 ? 2 : 4;
+}
+
+// ---- quantization of one block of 32 values ---------------------------------------------
+
+__device__ void quantize_q8_0(const float * x, block_q8_0 & b) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        amax = fmaxf(amax, fabsf(x[j]));
+    }
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b.d = f32_to_f16(d);
+    for (int j = 0; j < 32; ++j) {
+        b.qs[j] = (i8) roundf(x[j] * id);
+    }
+}
+
+// The value of largest magnitude, with its sign.
+__device__ __forceinline__ float signed_max(const float * x) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        if (amax < fabsf(x[j])) {
+            amax = fabsf(x[j]);
+            max = x[j];
+        }
+    }
+    return max;
+}
+
+__device__ void quantize_q4_0(const float * x, block_q4_0 & b) {
+    const float d = signed_max(x) / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b.d = f32_to_f16(d);
+    for (int j = 0; j < 16; ++j) {
+        const int lo = min(15, (int) (i8) (x[j] * id + 8.5f));
+        const int hi = min(15, (int) (i8) (x[j + 16] * id + 8.5f));
+        b.qs[j] = (u8) (lo | (hi << 4));
+    }
+}
+
+__device__ void quantize_q5_0(const float * x, block_q5_0 & b) {
+    const float d = signed_max(x) / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b.d = f32_to_f16(d);
+    u32 qh = 0;
+    for (int j = 0; j < 16; ++j) {
+        const int lo = min(31, (int) (i8) (x[j] * id + 16.5f));
+        const int hi = min(31, (int) (i8) (x[j + 16] * id + 16.5f));
+        b.qs[j] = (u8) ((lo & 0x0f) | ((hi & 0x0f) << 4));
+        qh |= ((u32) (lo & 0x10) >> 4) << j;
+        qh |= ((u32) (hi & 0x10) >> 4) << (j + 16);
+    }
+    for (int k = 0; k < 4; ++k) {
+        b.qh[k] = (u8) (qh >> (8 * k));
+    }
+}
+
+__device__ __forceinline__ void min_max(const float * x, float & lo, float & hi) {
+    lo = x[0];
+    hi = x[0];
+    for (int j = 1; j < 32; ++j) {
+        lo = fminf(lo, x[j]);
+        hi = fmaxf(hi, x[j]);
+    }
+}
+
+__device__ void quantize_q4_1(const float * x, block_q4_1 & b) {
+    float lo, hi;
+    min_max(x, lo, hi);
+    const float d = (hi - lo) / 15.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b.d = f32_to_f16(d);
+    b.m = f32_to_f16(lo);
+    for (int j = 0; j < 16; ++j) {
+        const int q0 = min(15, (int) (i8) ((x[j] - lo) * id + 0.5f));
+        const int q1 = min(15, (int) (i8) ((x[j + 16] - lo) * id + 0.5f));
+        b.qs[j] = (u8) (q0 | (q1 << 4));
+    }
+}
+
+__device__ void quantize_q5_1(const float * x, block_q5_1 & b) {
+    float lo, hi;
+    min_max(x, lo, hi);
+    const float d = (hi - lo) / 31.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b.d = f32_to_f16(d);
+    b.m = f32_to_f16(lo);
+    u32 qh = 0;
+    for (int j = 0; j < 16; ++j) {
+        const int q0 = (int) (u8) ((x[j] - lo) * id + 0.5f);
+        const int q1 = (int) (u8) ((x[j + 16] - lo) * id + 0.5f);
+        b.qs[j] = (u8) ((q0 & 0x0f) | ((q1 & 0x0f) << 4));
+        qh |= ((u32) (q0 & 0x10) >> 4) << j;
+        qh |= ((u32) (q1 & 0x10) >> 4) << (j + 16);
+    }
+    for (int k = 0; k < 4; ++k) {
+        b.qh[k] = (u8) (qh >> (8 * k));
+    }
+}
+
+__device__ void quantize_block(int type, const float * x, char * out) {
+    switch (type) {
+        case TYPE_Q4_0: quantize_q4_0(x, *(block_q4_0 *) out); break;
+        case TYPE_Q4_1: quantize_q4_1(x, *(block_q4_1 *) out); break;
+        case TYPE_Q5_0: quantize_q5_0(x, *(block_q5_0 *) out); break;
+        case TYPE_Q5_1: quantize_q5_1(x, *(block_q5_1 *) out); break;
+        default: quantize_q8_0(x, *(block_q8_0 *) out); break;
+    }
+}
+
+__device__ __forceinline__ int block_bytes(int type) {
+    switch (type) {
+        case TYPE_Q4_0: return sizeof(block_q4_0);
+        case TYPE_Q4_1: return sizeof(block_q4_1);
+        case TYPE_Q5_0: return sizeof(block_q5_0);
+        case TYPE_Q5_1: return sizeof(block_q5_1);
+        default: return sizeof(block_q8_0);
+    }
+}
+
+// ---- GET_ROWS ------------------------------------------------------------------------------
+
+// dst[i0, i10, i11, i12] = src[i0, ids[i10, i11, i12], i11, i12] as F32; `ids` I32.
+extern "C" __global__ void get_rows(shape ss, const char * src, int type, shape si, const char * ids, shape sd, char * dst) {
+    GRID_STRIDE(i, elements(sd)) {
+        const i64 i0 = i % sd.ne[0];
+        i64 r = i / sd.ne[0];
+        const i64 i10 = r % sd.ne[1];
+        r /= sd.ne[1];
+        const i64 i11 = r % sd.ne[2];
+        const i64 i12 = r / sd.ne[2];
+        const i64 row = *(const i32 *) (ids + shape_offset(si, i10, i11, i12, 0));
+        const char * src_row = src + row * ss.nb[1] + i11 * ss.nb[2] + i12 * ss.nb[3];
+        store_f32(dst + shape_offset(sd, i0, i10, i11, i12), row_value(type, src_row, i0));
+    }
+}
+
+// ---- SET_ROWS ------------------------------------------------------------------------------
+
+// Row (i, i02, i03) of the F32 source goes to row ids[i, i02 % ne11, i03 % ne12] of dst at
+// (i02, i03). `ids` is I32 or I64 (`ids_64`). Float destinations: one thread per element;
+// block destinations: one per block.
+extern "C" __global__ void set_rows(shape ss, const char * src, shape si, const char * ids, int ids_64, shape sd, char * dst,
+                                    int type) {
+    const i64 per_row = is_block(type) ? ss.ne[0] / 32 : ss.ne[0];
+    const i64 n = per_row * ss.ne[1] * ss.ne[2] * ss.ne[3];
+    GRID_STRIDE(k, n) {
+        const i64 j = k % per_row;
+        i64 r = k / per_row;
+        const i64 i = r % ss.ne[1];
+        r /= ss.ne[1];
+        const i64 i02 = r % ss.ne[2];
+        const i64 i03 = r / ss.ne[2];
+        const char * id = ids + shape_offset(si, i, i02 % si.ne[1], i03 % si.ne[2], 0);
+        const i64 row = ids_64 ? *(const i64 *) id : (i64) *(const i32 *) id;
+        const float * src_row = (const float *) (src + shape_offset(ss, 0, i, i02, i03));
+        char * dst_row = dst + row * sd.nb[1] + i02 * sd.nb[2] + i03 * sd.nb[3];
+        if (is_block(type)) {
+            quantize_block(type, src_row + 32 * j, dst_row + j * block_bytes(type));
+        } else {
+            store_float(type, dst_row + j * float_size(type), src_row[j]);
+        }
+    }
+}
+
+// ---- CPY, DUP, CONT ------------------------------------------------------------------------
+
+// Element i of the source in logical order becomes element i of dst, between float types.
+extern "C" __global__ void copy_float(shape ss, const char * src, int ts, shape sd, char * dst, int td) {
+    GRID_STRIDE(i, elements(sd)) {
+        const float v = row_value(ts, src + offset_of(ss, ss.ne[0], i), 0);
+        store_float(td, dst + offset_of(sd, sd.ne[0], i), v);
+    }
+}
+
+// F32 into a block type: block b of dst takes source elements 32b .. 32b + 31 in logical
+// order. dst rows are whole blocks (ne[0] % 32 == 0).
+extern "C" __global__ void copy_to_blocks(shape ss, const char * src, shape sd, char * dst, int td) {
+    const i64 n = elements(sd) / 32;
+    GRID_STRIDE(b, n) {
+        float x[32];
+        for (int j = 0; j < 32; ++j) {
+            x[j] = load_f32(src + offset_of(ss, ss.ne[0], 32 * b + j));
+        }
+        quantize_block(td, x, dst + offset_of(sd, sd.ne[0] / 32, b));
+    }
+}
