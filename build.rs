@@ -1,9 +1,77 @@
-//! Compiles the C-variadic bodies (see src/ffi/variadic.rs) and gives the shared library the
-//! soname it is installed under.
+//! Compiles the C-variadic bodies (see src/ffi/variadic.rs), gives the shared library the
+//! soname it is installed under, and with the `cuda-emulator` feature compiles the CUDA
+//! kernel sources as host C++ for the emulated device (see src/cuda/emulator/).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=src/ffi/variadic.c");
     println!("cargo:rerun-if-changed=include/ggml.h");
     cc::Build::new().file("src/ffi/variadic.c").warnings_into_errors(true).compile("ggml_variadic");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libggml-rs.so.0");
+    if std::env::var_os("CARGO_FEATURE_CUDA_EMULATOR").is_some() {
+        emulated_kernels();
+    }
+}
+
+/// The names of the kernels (`extern "C" __global__ void NAME(`) a CUDA source defines.
+fn kernel_names(source: &str) -> Vec<String> {
+    const MARK: &str = "extern \"C\" __global__ void ";
+    source
+        .match_indices(MARK)
+        .filter_map(|(at, _)| source[at + MARK.len()..].split(['(', ' ']).next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Each kernel source compiled as C++ with the emulator's built-ins, a trampoline per kernel
+/// taking CUDA's argument array, and a Rust table of them by name (OUT_DIR/emulated_kernels.rs).
+fn emulated_kernels() {
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let kernels = Path::new("src/cuda/kernels");
+    let emulator = Path::new("src/cuda/emulator");
+    println!("cargo:rerun-if-changed={}", kernels.display());
+    println!("cargo:rerun-if-changed={}", emulator.display());
+
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(kernels)
+        .expect("src/cuda/kernels")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
+        .collect();
+    sources.sort();
+
+    let mut build = cc::Build::new();
+    build
+        .cpp(true)
+        .std("c++20")
+        .opt_level(2)
+        .include(emulator)
+        .include(kernels)
+        .flag("-pthread")
+        .warnings_into_errors(true)
+        .file(emulator.join("launch.cpp"));
+    let (mut externs, mut table) = (String::new(), String::new());
+    for source in &sources {
+        let text = std::fs::read_to_string(source).expect("a kernel source");
+        let stem = source.file_stem().and_then(|s| s.to_str()).expect("a UTF-8 file name");
+        let abs = std::fs::canonicalize(source).expect("a kernel source path");
+        let mut unit = format!("#include \"cuda.hpp\"\n#include \"{}\"\n", abs.display());
+        for name in kernel_names(&text) {
+            writeln!(unit, "extern \"C\" void ggml_rs_emu_{name}(void ** args) {{ emu::invoke({name}, args); }}")
+                .unwrap();
+            writeln!(externs, "    fn ggml_rs_emu_{name}(args: *mut *mut c_void);").unwrap();
+            writeln!(table, "    (\"{name}\", ggml_rs_emu_{name}),").unwrap();
+        }
+        let path = out.join(format!("emulated_{stem}.cpp"));
+        std::fs::write(&path, unit).expect("writing a kernel unit");
+        build.file(path);
+    }
+    build.compile("ggml_cuda_emulator");
+
+    let rust = format!(
+        "unsafe extern \"C\" {{\n{externs}}}\n\n/// Every kernel of src/cuda/kernels by name, as the emulator runs it.\n\
+         pub(super) static KERNELS: &[(&str, Trampoline)] = &[\n{table}];\n"
+    );
+    std::fs::write(out.join("emulated_kernels.rs"), rust).expect("writing the kernel table");
 }

@@ -12,7 +12,7 @@
 //! ffi                │ the C edge: every exported symbol; C handles become Rust references here
 //! opt                │ training: datasets, optimizer contexts and epochs (ggml-opt)
 //! sched registry     │ the scheduler over several backends; the device list, built-ins, plugins
-//! cpu rpc            │ device backends, one module each (CUDA joins this row)
+//! cpu rpc cuda       │ device backends, one module each
 //! gguf alloc         │ the model file format; graph memory planning (ggml-alloc)
 //! backend            │ the backend, buffer, device and registry tables; buffers, host buffer, meta device
 //! quants             │ element formats: 16-bit floats, block quantization, the type traits
@@ -29,6 +29,7 @@ pub mod alloc;
 pub mod backend;
 pub mod core;
 pub mod cpu;
+pub mod cuda;
 pub mod ffi;
 pub mod gguf;
 #[cfg(test)]

@@ -14,6 +14,6 @@ mod tests {
     fn a_machine_has_memory() {
         let bytes = super::physical_memory();
         assert!(bytes >= 1 << 28, "{bytes} bytes");
-        assert!(bytes % 4096 == 0);
+        assert!(bytes.is_multiple_of(4096));
     }
 }
