@@ -249,7 +249,11 @@ pub fn plan(graph: &Graph, n_threads: c_int, threadpool: Option<&Threadpool>, op
         let n_tasks = ops.n_tasks(&node, n_threads);
         crate::ggml_assert!(n_tasks >= 1, "{} node planned with no task", node.op.name());
         max_tasks = max_tasks.max(n_tasks);
-        work_size = work_size.max(ops.work_size(&node, n_tasks, n_threads));
+        // a node without elements is never computed: no scratch for it, however long its
+        // rows (ggml plans one; the graph fuzzer's SOFT_MAX of [1.5e9, 0] asked for 12 GB)
+        if !node.is_empty() {
+            work_size = work_size.max(ops.work_size(&node, n_tasks, n_threads));
+        }
     }
     if work_size > 0 {
         work_size += CACHE_LINE_SIZE * n_threads;
@@ -319,6 +323,14 @@ mod tests {
         // soft_max has three rows: three tasks at most
         assert_eq!(reference_n_tasks(&soft, 8), 3);
         assert_eq!(plan(&g, 0, None, &DefaultOps).n_threads, DEFAULT_N_THREADS as c_int);
+
+        // an empty MUL asks for nothing
+        let none = c.new_tensor(Type::F32, &[1 << 30, 0]);
+        let empty = node(&mut c, Op::MUL, &[none, none]);
+        empty.get_mut().ne = none.ne;
+        let g = new_graph_custom(&mut c, 16, false);
+        g.get_mut().build_forward_expand(empty);
+        assert_eq!(plan(&g, 8, None, &MulScratch).work_size, 0);
     }
 
     #[test]

@@ -427,6 +427,11 @@ impl StoredGraph {
             if links[i][..MAX_SRC].iter().any(|&s| s != NO_LINK && checked[s as usize].placement.is_none()) {
                 return Err(format!("{}: a source without data", what()));
             }
+            // a source whose elements overlap names more values than its bytes hold: a 64 KiB
+            // buffer could feed a product whose scratch is gigabytes (found by the graph fuzzer)
+            if links[i][..MAX_SRC].iter().any(|&s| s != NO_LINK && !checked[s as usize].distinct) {
+                return Err(format!("{}: a source whose elements overlap", what()));
+            }
             let index = ops::check(node).map_err(|e| format!("{}: {e}", what()))?;
             if !backend.supports_op(node) {
                 return Err(format!("{}: not supported by the device", what()));

@@ -248,6 +248,15 @@ fn ops_shapes_and_parameters_are_checked() {
         y.op_params[0] = UnaryOp::NEG.0;
         graph_payload(0, &[&y], &[&a, &y])
     });
+    // found by the graph fuzzer: sources naming 2^28 values in a 64 KiB buffer made the CPU
+    // backend plan gigabytes of scratch for a product
+    refuses_graph(&srv, "a source whose elements overlap", |_, r| {
+        let mut a = r.tensor(Type::F32, [4, 64, 1, 1], 0);
+        a.nb = [4, 0, 0, 0];
+        let mut y = op(r.tensor(Type::F32, [4, 64, 1, 1], 64), Op::UNARY, &[&a]);
+        y.op_params[0] = UnaryOp::NEG.0;
+        graph_payload(0, &[&y], &[&a, &y])
+    });
     // found by fuzzing (fuzz/fuzz_targets/graph.rs): SET from rows with gaps reached the CPU
     // kernel's assertion that they are packed
     refuses_graph(&srv, "SET from rows with gaps", |_, r| {
