@@ -10,6 +10,7 @@ use crate::core::graph::cgraph::new_graph_custom;
 use crate::core::op::{GluOp, UnaryOp};
 use crate::core::ops;
 use crate::core::ops::rope::{RopeParams, rope_type, rope_yarn_corr_dims};
+use crate::core::ops::sort::SortOrder;
 use crate::core::status::Status;
 use crate::core::tensor::TensorPtr;
 use crate::core::types::Type;
@@ -380,5 +381,104 @@ fn set_rows_and_copies_quantize_as_the_cpu() {
         // SAFETY: as above.
         let got = unsafe { std::slice::from_raw_parts(out.data.cast::<u8>(), out.nbytes()) };
         assert!(got == want.as_slice(), "cpy of a transposed f32 into {}: bytes differ", ty.name());
+    }
+}
+
+#[test]
+fn mul_mat_vec_of_every_weight_type() {
+    let mut c = ctx();
+    let mut rng = Rng::new(9);
+    for ty in [Type::F32, Type::F16, Type::BF16, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0] {
+        for ncols in [1, 3, 8] {
+            // weights [256, 40, 2] broadcast over activations [256, ncols, 4]
+            let plain = c.new_tensor(Type::F32, &[256, 40, 2]);
+            random(plain, &mut rng, -1.0, 1.0);
+            let w = c.new_tensor(ty, &[256, 40, 2]);
+            let q = ops::shape::cpy(&mut c, plain, w);
+            compute_on_cpu(&mut c, q);
+            let x = c.new_tensor(Type::F32, &[256, ncols, 4]);
+            random(x, &mut rng, -1.0, 1.0);
+            let y = ops::matmul::mul_mat(&mut c, w, x);
+            let want = on_cpu(&mut c, y);
+            let out = twin(&mut c, y);
+            let (sw, sx, so) = (Shape::of(&w), Shape::of(&x), Shape::of(&out));
+            let (pw, px, po, t) = (w.data, x.data, out.data, ty.0);
+            // SAFETY: as in `run`, on a 2-D grid: 10 blocks of 4 warps cover 40 rows.
+            assert!(unsafe {
+                launch(
+                    "mul_mat_vec",
+                    [10, 4, 1],
+                    [128, 1, 1],
+                    &mut [arg(&sw), arg(&pw), arg(&t), arg(&sx), arg(&px), arg(&so), arg(&po)],
+                )
+            });
+            // the CPU rounds the activations to its dot product's type (Q8_0, F16, BF16) first
+            let err = nmse(&values(out), &want);
+            assert!(err < 5e-4, "mul_mat_vec {} x {ncols}: nmse {err:e}", ty.name());
+        }
+    }
+}
+
+#[test]
+fn row_sums_sorts_repeats_and_concatenations() {
+    let mut c = ctx();
+    let mut rng = Rng::new(10);
+    // SUM_ROWS and MEAN
+    for mean in [0i32, 1] {
+        let x = c.new_tensor(Type::F32, &[333, 4, 3]);
+        random(x, &mut rng, -1.0, 1.0);
+        let y = if mean == 1 { ops::reduce::mean(&mut c, x) } else { ops::reduce::sum_rows(&mut c, x) };
+        let want = on_cpu(&mut c, y);
+        let out = twin(&mut c, y);
+        let (sx, so) = (Shape::of(&x), Shape::of(&out));
+        let (px, po) = (x.data, out.data);
+        run("sum_rows_f32", 5, 64, &mut [arg(&sx), arg(&px), arg(&so), arg(&po), arg(&mean)]);
+        assert_close(&values(out), &want, 1e-5, &format!("sum_rows mean {mean}"));
+    }
+    // ARGSORT of distinct values, rows padded to a power of two
+    for (n, order) in [(37, SortOrder::ASC), (37, SortOrder::DESC), (1000, SortOrder::DESC), (64, SortOrder::ASC)] {
+        let x = c.new_tensor(Type::F32, &[n, 3]);
+        random(x, &mut rng, -1.0, 1.0);
+        let y = ops::sort::argsort(&mut c, x, order);
+        compute_on_cpu(&mut c, y);
+        let out = twin(&mut c, y);
+        let (sx, so) = (Shape::of(&x), Shape::of(&out));
+        let (px, po, desc) = (x.data, out.data, order.0);
+        let threads = (n as u32).next_power_of_two();
+        run("argsort_f32", 2, threads, &mut [arg(&sx), arg(&px), arg(&so), arg(&po), arg(&desc)]);
+        // SAFETY: both hold 3n i32.
+        let (got, want) = unsafe {
+            (
+                std::slice::from_raw_parts(out.data.cast::<i32>(), 3 * n as usize),
+                std::slice::from_raw_parts(y.data.cast::<i32>(), 3 * n as usize),
+            )
+        };
+        assert_eq!(got, want, "argsort of {n}, order {}", order.0);
+    }
+    // REPEAT and CONCAT
+    let a = c.new_tensor(Type::F32, &[5, 2, 1, 3]);
+    random(a, &mut rng, -1.0, 1.0);
+    let shape = c.new_tensor(Type::F32, &[10, 4, 3, 3]);
+    let y = ops::reduce::repeat(&mut c, a, shape);
+    let want = on_cpu(&mut c, y);
+    let out = twin(&mut c, y);
+    let (sa, so) = (Shape::of(&a), Shape::of(&out));
+    let (pa, po) = (a.data, out.data);
+    run("repeat_f32", 3, 64, &mut [arg(&sa), arg(&pa), arg(&so), arg(&po)]);
+    assert_close(&values(out), &want, 0.0, "repeat");
+    for dim in 0..4 {
+        let a = c.new_tensor(Type::F32, &[6, 5, 4, 3]);
+        random(a, &mut rng, -1.0, 1.0);
+        let mut ne = [6, 5, 4, 3];
+        ne[dim] = 2;
+        let b = c.new_tensor(Type::F32, &ne);
+        random(b, &mut rng, -1.0, 1.0);
+        let y = ops::reduce::concat(&mut c, a, b, dim as i32);
+        let want = on_cpu(&mut c, y);
+        let out = twin(&mut c, y);
+        let (sa, sb, so) = (Shape::of(&a), Shape::of(&b), Shape::of(&out));
+        let (pa, pb, po, d) = (a.data, b.data, out.data, dim as i32);
+        run("concat_f32", 3, 64, &mut [arg(&sa), arg(&pa), arg(&sb), arg(&pb), arg(&so), arg(&po), arg(&d)]);
+        assert_close(&values(out), &want, 0.0, &format!("concat along {dim}"));
     }
 }

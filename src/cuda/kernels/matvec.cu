@@ -1,0 +1,109 @@
+// MUL_MAT of a few activation columns (1 to 8, token generation and small batches): a warp
+// per weight row reads each weight once, for every column at once. Weights F32, F16, BF16 or
+// a 32-value block format; activations and result F32.
+// shared-memory budget: 0 bytes
+#include "prelude.cuh"
+
+#define MAX_COLS 8
+
+// Adds the products of 32 weights of one block with the matching values of each column.
+// `x` points at the block's first value in column 0; columns are `x_stride` floats apart.
+__device__ __forceinline__ void block_dot(int type, const char * w, const float * x, i64 x_stride, int ncols, float acc[MAX_COLS]) {
+    float v[32];
+    switch (type) {
+        case TYPE_Q4_0: {
+            const block_q4_0 & b = *(const block_q4_0 *) w;
+            for (int j = 0; j < 32; ++j) v[j] = q4_0_value(b, j);
+            break;
+        }
+        case TYPE_Q4_1: {
+            const block_q4_1 & b = *(const block_q4_1 *) w;
+            for (int j = 0; j < 32; ++j) v[j] = q4_1_value(b, j);
+            break;
+        }
+        case TYPE_Q5_0: {
+            const block_q5_0 & b = *(const block_q5_0 *) w;
+            for (int j = 0; j < 32; ++j) v[j] = q5_0_value(b, j);
+            break;
+        }
+        case TYPE_Q5_1: {
+            const block_q5_1 & b = *(const block_q5_1 *) w;
+            for (int j = 0; j < 32; ++j) v[j] = q5_1_value(b, j);
+            break;
+        }
+        case TYPE_Q8_0: {
+            const block_q8_0 & b = *(const block_q8_0 *) w;
+            for (int j = 0; j < 32; ++j) v[j] = q8_0_value(b, j);
+            break;
+        }
+        case TYPE_F16:
+            for (int j = 0; j < 32; ++j) v[j] = load_f16(w + 2 * j);
+            break;
+        case TYPE_BF16:
+            for (int j = 0; j < 32; ++j) v[j] = load_bf16(w + 2 * j);
+            break;
+        default:
+            for (int j = 0; j < 32; ++j) v[j] = load_f32(w + 4 * j);
+            break;
+    }
+#pragma unroll
+    for (int n = 0; n < MAX_COLS; ++n) {
+        if (n < ncols) {
+            float s = 0.0f;
+            for (int j = 0; j < 32; ++j) {
+                s += v[j] * x[n * x_stride + j];
+            }
+            acc[n] += s;
+        }
+    }
+}
+
+// Bytes of one group of 32 weights.
+__device__ __forceinline__ i64 group_bytes(int type) {
+    switch (type) {
+        case TYPE_Q4_0: return sizeof(block_q4_0);
+        case TYPE_Q4_1: return sizeof(block_q4_1);
+        case TYPE_Q5_0: return sizeof(block_q5_0);
+        case TYPE_Q5_1: return sizeof(block_q5_1);
+        case TYPE_Q8_0: return sizeof(block_q8_0);
+        case TYPE_F16:
+        case TYPE_BF16: return 64;
+        default: return 128;
+    }
+}
+
+// dst[m, n, i12, i13] = sum_k w[k, m, i12 / r2, i13 / r3] * x[k, n, i12, i13] for n < ncols
+// (= x.ne[1] <= 8). The rows of `w` are whole groups of 32 (ne[0] % 32 == 0) and packed;
+// the columns of `x` are packed F32 rows. Grid: x = weight rows / warps per block,
+// y = x.ne[2] * x.ne[3]; each warp takes one weight row.
+extern "C" __global__ void mul_mat_vec(shape sw, const char * w, int type, shape sx, const char * x, shape sd, char * d) {
+    const int warps = blockDim.x / WARP_SIZE;
+    const i64 m = (i64) blockIdx.x * warps + threadIdx.x / WARP_SIZE;
+    const int lane = threadIdx.x % WARP_SIZE;
+    if (m >= sw.ne[1]) {
+        return;  // the whole warp leaves together
+    }
+    const i64 i12 = blockIdx.y % sx.ne[2];
+    const i64 i13 = blockIdx.y / sx.ne[2];
+    const i64 i02 = i12 / (sx.ne[2] / sw.ne[2]);
+    const i64 i03 = i13 / (sx.ne[3] / sw.ne[3]);
+    const char * row = w + m * sw.nb[1] + i02 * sw.nb[2] + i03 * sw.nb[3];
+    const float * col = (const float *) (x + i12 * sx.nb[2] + i13 * sx.nb[3]);
+    const i64 x_stride = sx.nb[1] / 4;
+    const int ncols = (int) sx.ne[1];
+
+    float acc[MAX_COLS] = { 0.0f };
+    const i64 groups = sw.ne[0] / 32;
+    for (i64 g = lane; g < groups; g += WARP_SIZE) {
+        block_dot(type, row + g * group_bytes(type), col + 32 * g, x_stride, ncols, acc);
+    }
+#pragma unroll
+    for (int n = 0; n < MAX_COLS; ++n) {
+        acc[n] = warp_sum(acc[n]);
+    }
+    if (lane == 0) {
+        for (int n = 0; n < ncols; ++n) {
+            *(float *) (d + shape_offset(sd, m, n, i12, i13)) = acc[n];
+        }
+    }
+}
