@@ -28,7 +28,9 @@ extern "C" __global__ void norm_f32(shape src, const char * x, shape dst, char *
     }
 }
 
-extern "C" __global__ void rms_norm_f32(shape src, const char * x, shape dst, char * y, float eps) {
+// Rows scaled by a function of their sum of squares: RMS_NORM's 1 / sqrt(mean square + eps)
+// or L2_NORM's 1 / max(|x|, eps).
+__device__ void scale_by_squares(shape src, const char * x, shape dst, char * y, float eps, bool l2) {
     __shared__ float scratch[WARP_SIZE];
     const i64 n = src.ne[0];
     for (i64 r = blockIdx.x; r < shape_rows(src); r += gridDim.x) {
@@ -38,27 +40,18 @@ extern "C" __global__ void rms_norm_f32(shape src, const char * x, shape dst, ch
         for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
             sum += row[i] * row[i];
         }
-        const float scale = rsqrtf(block_sum(sum, scratch) / (float) n + eps);
+        sum = block_sum(sum, scratch);
+        const float scale = l2 ? 1.0f / fmaxf(sqrtf(sum), eps) : rsqrtf(sum / (float) n + eps);
         for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
             out[i] = row[i] * scale;
         }
     }
 }
 
-// L2_NORM: x / max(|x|, eps).
+extern "C" __global__ void rms_norm_f32(shape src, const char * x, shape dst, char * y, float eps) {
+    scale_by_squares(src, x, dst, y, eps, false);
+}
+
 extern "C" __global__ void l2_norm_f32(shape src, const char * x, shape dst, char * y, float eps) {
-    __shared__ float scratch[WARP_SIZE];
-    const i64 n = src.ne[0];
-    for (i64 r = blockIdx.x; r < shape_rows(src); r += gridDim.x) {
-        const float * row = (const float *) (x + shape_row_offset(src, r));
-        float * out = (float *) (y + shape_row_offset(dst, r));
-        float sum = 0.0f;
-        for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
-            sum += row[i] * row[i];
-        }
-        const float scale = 1.0f / fmaxf(sqrtf(block_sum(sum, scratch)), eps);
-        for (i64 i = threadIdx.x; i < n; i += blockDim.x) {
-            out[i] = row[i] * scale;
-        }
-    }
+    scale_by_squares(src, x, dst, y, eps, true);
 }

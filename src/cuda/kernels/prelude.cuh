@@ -229,36 +229,29 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
-// The sum over the block of every thread's `v`, returned to every thread. `scratch` holds 32
-// floats of shared memory; blockDim.x is a multiple of 32, at most 1024.
-__device__ __forceinline__ float block_sum(float v, float * scratch) {
-    v = warp_sum(v);
+// The reduction `warp` makes within a warp, over the whole block (`identity` changes nothing),
+// returned to every thread. `scratch` holds 32 floats of shared memory; blockDim.x is a
+// multiple of 32, at most 1024.
+__device__ __forceinline__ float block_reduce(float v, float * scratch, float (*warp)(float), float identity) {
+    v = warp(v);
     if (blockDim.x == WARP_SIZE) {
         return v;
     }
-    const int warp = threadIdx.x / WARP_SIZE;
+    const int w = threadIdx.x / WARP_SIZE;
     const int lane = threadIdx.x % WARP_SIZE;
     __syncthreads();  // scratch may still be read by a previous reduction
     if (lane == 0) {
-        scratch[warp] = v;
+        scratch[w] = v;
     }
     __syncthreads();
-    v = lane < (int) (blockDim.x / WARP_SIZE) ? scratch[lane] : 0.0f;
-    return warp_sum(v);
+    v = lane < (int) (blockDim.x / WARP_SIZE) ? scratch[lane] : identity;
+    return warp(v);
+}
+
+__device__ __forceinline__ float block_sum(float v, float * scratch) {
+    return block_reduce(v, scratch, warp_sum, 0.0f);
 }
 
 __device__ __forceinline__ float block_max(float v, float * scratch) {
-    v = warp_max(v);
-    if (blockDim.x == WARP_SIZE) {
-        return v;
-    }
-    const int warp = threadIdx.x / WARP_SIZE;
-    const int lane = threadIdx.x % WARP_SIZE;
-    __syncthreads();
-    if (lane == 0) {
-        scratch[warp] = v;
-    }
-    __syncthreads();
-    v = lane < (int) (blockDim.x / WARP_SIZE) ? scratch[lane] : NEG_INF;
-    return warp_max(v);
+    return block_reduce(v, scratch, warp_max, NEG_INF);
 }
