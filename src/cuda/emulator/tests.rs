@@ -482,3 +482,40 @@ fn row_sums_sorts_repeats_and_concatenations() {
         assert_close(&values(out), &want, 0.0, &format!("concat along {dim}"));
     }
 }
+
+#[test]
+fn mul_mat_id_vec_picks_each_slots_expert() {
+    let mut c = ctx();
+    let mut rng = Rng::new(11);
+    for (ty, b_cols) in [(Type::Q4_0, 1), (Type::Q8_0, 3), (Type::F16, 1), (Type::F32, 3)] {
+        // 4 experts of [128, 24]; 3 slots per token, 2 tokens
+        let plain = c.new_tensor(Type::F32, &[128, 24, 4]);
+        random(plain, &mut rng, -1.0, 1.0);
+        let w = c.new_tensor(ty, &[128, 24, 4]);
+        let q = ops::shape::cpy(&mut c, plain, w);
+        compute_on_cpu(&mut c, q);
+        let x = c.new_tensor(Type::F32, &[128, b_cols, 2]);
+        random(x, &mut rng, -1.0, 1.0);
+        let ids = c.new_tensor(Type::I32, &[3, 2]);
+        for (i, e) in [2, 0, 3, 1, 1, 2].into_iter().enumerate() {
+            // SAFETY: ids holds six i32.
+            unsafe { *ids.data.cast::<i32>().add(i) = e };
+        }
+        let y = ops::matmul::mul_mat_id(&mut c, w, x, ids);
+        let want = on_cpu(&mut c, y);
+        let out = twin(&mut c, y);
+        let (sw, sx, si, so) = (Shape::of(&w), Shape::of(&x), Shape::of(&ids), Shape::of(&out));
+        let (pw, px, pi, po, t) = (w.data, x.data, ids.data, out.data, ty.0);
+        // SAFETY: as in `run`: 6 blocks of 4 warps cover 24 rows, 6 (slot, token) pairs.
+        assert!(unsafe {
+            launch(
+                "mul_mat_id_vec",
+                [6, 6, 1],
+                [128, 1, 1],
+                &mut [arg(&sw), arg(&pw), arg(&t), arg(&sx), arg(&px), arg(&si), arg(&pi), arg(&so), arg(&po)],
+            )
+        });
+        let err = nmse(&values(out), &want);
+        assert!(err < 5e-4, "mul_mat_id_vec {} with {b_cols} columns of b: nmse {err:e}", ty.name());
+    }
+}

@@ -1,6 +1,7 @@
-// MUL_MAT of a few activation columns (1 to 8, token generation and small batches): a warp
-// per weight row reads each weight once, for every column at once. Weights F32, F16, BF16 or
-// a 32-value block format; activations and result F32.
+// MUL_MAT of a few activation columns (1 to 8, token generation and small batches), and
+// MUL_MAT_ID of one column per expert slot: a warp per weight row reads each weight once, for
+// every column at once. Weights F32, F16, BF16 or a 32-value block format; activations and
+// result F32.
 // shared-memory budget: 0 bytes
 #include "prelude.cuh"
 
@@ -105,5 +106,32 @@ extern "C" __global__ void mul_mat_vec(shape sw, const char * w, int type, shape
         for (int n = 0; n < ncols; ++n) {
             *(float *) (d + shape_offset(sd, m, n, i12, i13)) = acc[n];
         }
+    }
+}
+
+// MUL_MAT_ID, one activation column per (slot, token): dst[m, e, t] = sum_k w[k, m, ids[e, t]]
+// * x[k, e % x.ne[1], t]. Expert ids are checked by the caller. Grid: x = weight rows / warps
+// per block, y = slots * tokens; each warp takes one weight row.
+extern "C" __global__ void mul_mat_id_vec(shape sw, const char * w, int type, shape sx, const char * x, shape si,
+                                          const char * ids, shape sd, char * d) {
+    const int warps = blockDim.x / WARP_SIZE;
+    const i64 m = (i64) blockIdx.x * warps + threadIdx.x / WARP_SIZE;
+    const int lane = threadIdx.x % WARP_SIZE;
+    if (m >= sw.ne[1]) {
+        return;  // the whole warp leaves together
+    }
+    const i64 e = blockIdx.y % si.ne[0];
+    const i64 t = blockIdx.y / si.ne[0];
+    const i64 expert = *(const i32 *) (ids + e * si.nb[0] + t * si.nb[1]);
+    const char * row = w + m * sw.nb[1] + expert * sw.nb[2];
+    const float * col = (const float *) (x + (e % sx.ne[1]) * sx.nb[1] + t * sx.nb[2]);
+
+    float acc[MAX_COLS] = { 0.0f };
+    for (i64 g = lane; g < sw.ne[0] / 32; g += WARP_SIZE) {
+        block_dot(type, row + g * group_bytes(type), col + 32 * g, 0, 1, acc);
+    }
+    const float sum = warp_sum(acc[0]);
+    if (lane == 0) {
+        *(float *) (d + shape_offset(sd, m, e, t, 0)) = sum;
     }
 }
