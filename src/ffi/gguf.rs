@@ -528,19 +528,19 @@ pub extern "C" fn gguf_write_to_file(ctx: *const GgufContext, fname: *const c_ch
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_meta_size(ctx: *const GgufContext) -> usize {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    unsafe { writer::meta_size(arg!(ctx)) }
+    unsafe { writer::meta(arg!(ctx)).padded_len }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn gguf_get_meta_data(ctx: *const GgufContext, data: *mut c_void) {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    let (meta, size) = unsafe { (writer::meta_unpadded(arg!(ctx)), writer::meta_size(arg!(ctx))) };
+    let writer::Meta { bytes, padded_len } = unsafe { writer::meta(arg!(ctx)) };
     crate::ggml_assert!(!data.is_null(), "gguf_get_meta_data: NULL output buffer");
-    // SAFETY: the caller provides gguf_get_meta_size() = `size` writable bytes at `data`;
-    // the metadata fills the first `meta.len()`, zeros the rest.
+    // SAFETY: the caller provides gguf_get_meta_size() = `padded_len` writable bytes at
+    // `data`; the metadata fills the first `bytes.len()`, zeros the rest.
     unsafe {
-        std::ptr::copy_nonoverlapping(meta.as_ptr(), data.cast::<u8>(), meta.len());
-        std::ptr::write_bytes(data.cast::<u8>().add(meta.len()), 0, size - meta.len());
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), data.cast::<u8>(), bytes.len());
+        std::ptr::write_bytes(data.cast::<u8>().add(bytes.len()), 0, padded_len - bytes.len());
     }
 }
 

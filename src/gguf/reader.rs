@@ -411,12 +411,14 @@ fn create_tensors<S: Source>(r: &mut Reader<S>, ctx: &GgufContext, no_alloc: boo
     let mem_size =
         n_objects.checked_mul(overhead).and_then(|m| if no_alloc { Some(m) } else { m.checked_add(ctx.size) });
     let Some(mem_size) = mem_size else { fail!("memory size overflow while allocating ggml context") };
-    if !no_alloc && (ctx.size as u64 > r.remaining() || i64::try_from(ctx.size).is_err()) {
-        fail!("failed to read tensor data binary blob: {} bytes needed, {} remain", ctx.size, r.remaining());
-    }
-    let memory = physical_memory();
-    if !no_alloc && ctx.size > memory {
-        fail!("tensor data of {} bytes is more than this machine's memory ({memory} bytes)", ctx.size);
+    if !no_alloc {
+        if ctx.size as u64 > r.remaining() || i64::try_from(ctx.size).is_err() {
+            fail!("failed to read tensor data binary blob: {} bytes needed, {} remain", ctx.size, r.remaining());
+        }
+        let memory = physical_memory();
+        if ctx.size > memory {
+            fail!("tensor data of {} bytes is more than this machine's memory ({memory} bytes)", ctx.size);
+        }
     }
 
     let mut ggml = match Context::try_new(InitParams { mem_size, mem_buffer: std::ptr::null_mut(), no_alloc }) {

@@ -34,9 +34,16 @@ fn put_str(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
-/// Header, key-value pairs and tensor infos, without the padding to the alignment that
-/// follows them (kept apart: a file may ask for up to 2 GiB of it).
-pub fn meta_unpadded(ctx: &GgufContext) -> Vec<u8> {
+/// The metadata: header, key-value pairs and tensor infos, and the size they take with the
+/// padding to the alignment that follows them. The padding is never built (a file may ask for
+/// up to 2 GiB of it); writers add its zeros.
+pub struct Meta {
+    pub bytes: Vec<u8>,
+    /// What `gguf_get_meta_size` returns and where the data section starts in a file.
+    pub padded_len: usize,
+}
+
+pub fn meta(ctx: &GgufContext) -> Meta {
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
     put_u32(&mut out, ctx.version);
@@ -70,21 +77,16 @@ pub fn meta_unpadded(ctx: &GgufContext) -> Vec<u8> {
         put_u64(&mut out, ti.offset);
     }
 
-    out
-}
-
-/// The metadata's size with its padding: what `gguf_get_meta_size` returns and where the
-/// data section starts in a file.
-pub fn meta_size(ctx: &GgufContext) -> usize {
-    pad(meta_unpadded(ctx).len(), ctx.alignment)
+    let padded_len = pad(out.len(), ctx.alignment);
+    Meta { bytes: out, padded_len }
 }
 
 /// The metadata with its padding, as `gguf_get_meta_data` returns it.
 #[cfg(test)]
 pub fn meta_bytes(ctx: &GgufContext) -> Vec<u8> {
-    let mut out = meta_unpadded(ctx);
-    out.resize(pad(out.len(), ctx.alignment), 0);
-    out
+    let Meta { mut bytes, padded_len } = meta(ctx);
+    bytes.resize(padded_len, 0);
+    bytes
 }
 
 /// Writes `n` zero bytes from a small buffer.
@@ -100,10 +102,9 @@ fn write_zeros<W: Write>(w: &mut W, mut n: usize) -> std::io::Result<()> {
 
 /// Writes the whole context (or only its metadata) to `w`.
 pub fn write_to<W: Write>(ctx: &GgufContext, w: &mut W, only_meta: bool) -> std::io::Result<()> {
-    let meta = meta_unpadded(ctx);
-    let data_start = pad(meta.len(), ctx.alignment);
-    w.write_all(&meta)?;
-    write_zeros(w, data_start - meta.len())?;
+    let Meta { bytes, padded_len: data_start } = meta(ctx);
+    w.write_all(&bytes)?;
+    write_zeros(w, data_start - bytes.len())?;
     if only_meta {
         return Ok(());
     }
@@ -185,7 +186,7 @@ mod tests {
         ctx.add_tensor(&ti.t);
         let mut file = Vec::new();
         write_to(&ctx, &mut file, false).unwrap();
-        let meta = meta_size(&ctx);
+        let meta = meta(&ctx).padded_len;
         assert_eq!(&file[meta..], &bytes[..]);
         buf.free();
     }

@@ -4,54 +4,24 @@
 // shared-memory budget: 0 bytes
 #include "prelude.cuh"
 
-#define GRID_STRIDE(i, n) for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64) gridDim.x * blockDim.x)
-
-__device__ __forceinline__ i64 elements(const shape & s) {
-    return s.ne[0] * s.ne[1] * s.ne[2] * s.ne[3];
-}
-
-// The byte offset of the `i`-th element (or block, with ne[0] counted in blocks) of `s` in
-// logical order.
+// The byte offset of the `i`-th unit (element, or block with ne[0] counted in blocks) of `s`
+// in logical order.
 __device__ __forceinline__ i64 offset_of(const shape & s, i64 ne0, i64 i) {
-    const i64 i0 = i % ne0;
-    i /= ne0;
-    const i64 i1 = i % s.ne[1];
-    i /= s.ne[1];
-    const i64 i2 = i % s.ne[2];
-    const i64 i3 = i / s.ne[2];
-    return shape_offset(s, i0, i1, i2, i3);
-}
-
-__device__ __forceinline__ bool is_block(int type) {
-    return type == TYPE_Q4_0 || type == TYPE_Q4_1 || type == TYPE_Q5_0 || type == TYPE_Q5_1 || type == TYPE_Q8_0;
+    i64 c[4];
+    shape_coords(s, ne0, i, c);
+    return shape_offset(s, c[0], c[1], c[2], c[3]);
 }
 
 // Value `i` of a row of `type` starting at `row` (a block type's row is whole blocks).
 __device__ __forceinline__ float row_value(int type, const char * row, i64 i) {
     switch (type) {
-        case TYPE_F16: return load_f16(row + 2 * i);
-        case TYPE_BF16: return load_bf16(row + 2 * i);
-        case TYPE_I32: return load_i32(row + 4 * i);
         case TYPE_Q4_0: return q4_0_value(((const block_q4_0 *) row)[i / 32], (int) (i % 32));
         case TYPE_Q4_1: return q4_1_value(((const block_q4_1 *) row)[i / 32], (int) (i % 32));
         case TYPE_Q5_0: return q5_0_value(((const block_q5_0 *) row)[i / 32], (int) (i % 32));
         case TYPE_Q5_1: return q5_1_value(((const block_q5_1 *) row)[i / 32], (int) (i % 32));
         case TYPE_Q8_0: return q8_0_value(((const block_q8_0 *) row)[i / 32], (int) (i % 32));
-        default: return load_f32(row + 4 * i);
+        default: return load_as(type, row + i * (group_bytes(type) / 32));
     }
-}
-
-__device__ __forceinline__ void store_float(int type, char * p, float v) {
-    switch (type) {
-        case TYPE_F16: store_f16(p, v); break;
-        case TYPE_BF16: store_bf16(p, v); break;
-        case TYPE_I32: store_i32(p, v); break;
-        default: store_f32(p, v); break;
-    }
-}
-
-__device__ __forceinline__ int float_size(int type) {
-    return type == TYPE_F16 || type == TYPE_BF16 ? 2 : 4;
 }
 
 // ---- quantization of one block of 32 values ---------------------------------------------
@@ -162,21 +132,11 @@ __device__ void quantize_block(int type, const float * x, char * out) {
     }
 }
 
-__device__ __forceinline__ int block_bytes(int type) {
-    switch (type) {
-        case TYPE_Q4_0: return sizeof(block_q4_0);
-        case TYPE_Q4_1: return sizeof(block_q4_1);
-        case TYPE_Q5_0: return sizeof(block_q5_0);
-        case TYPE_Q5_1: return sizeof(block_q5_1);
-        default: return sizeof(block_q8_0);
-    }
-}
-
 // ---- GET_ROWS ------------------------------------------------------------------------------
 
 // dst[i0, i10, i11, i12] = src[i0, ids[i10, i11, i12], i11, i12] as F32; `ids` I32.
 extern "C" __global__ void get_rows(shape ss, const char * src, int type, shape si, const char * ids, shape sd, char * dst) {
-    GRID_STRIDE(i, elements(sd)) {
+    GRID_STRIDE(i, shape_elements(sd)) {
         const i64 i0 = i % sd.ne[0];
         i64 r = i / sd.ne[0];
         const i64 i10 = r % sd.ne[1];
@@ -196,7 +156,7 @@ extern "C" __global__ void get_rows(shape ss, const char * src, int type, shape 
 // block destinations: one per block.
 extern "C" __global__ void set_rows(shape ss, const char * src, shape si, const char * ids, int ids_64, shape sd, char * dst,
                                     int type) {
-    const i64 per_row = is_block(type) ? ss.ne[0] / 32 : ss.ne[0];
+    const i64 per_row = is_block_type(type) ? ss.ne[0] / 32 : ss.ne[0];
     const i64 n = per_row * ss.ne[1] * ss.ne[2] * ss.ne[3];
     GRID_STRIDE(k, n) {
         const i64 j = k % per_row;
@@ -209,10 +169,10 @@ extern "C" __global__ void set_rows(shape ss, const char * src, shape si, const 
         const i64 row = ids_64 ? *(const i64 *) id : (i64) *(const i32 *) id;
         const float * src_row = (const float *) (src + shape_offset(ss, 0, i, i02, i03));
         char * dst_row = dst + row * sd.nb[1] + i02 * sd.nb[2] + i03 * sd.nb[3];
-        if (is_block(type)) {
-            quantize_block(type, src_row + 32 * j, dst_row + j * block_bytes(type));
+        if (is_block_type(type)) {
+            quantize_block(type, src_row + 32 * j, dst_row + j * group_bytes(type));
         } else {
-            store_float(type, dst_row + j * float_size(type), src_row[j]);
+            store_as(type, dst_row + j * (group_bytes(type) / 32), src_row[j]);
         }
     }
 }
@@ -221,16 +181,16 @@ extern "C" __global__ void set_rows(shape ss, const char * src, shape si, const 
 
 // Element i of the source in logical order becomes element i of dst, between float types.
 extern "C" __global__ void copy_float(shape ss, const char * src, int ts, shape sd, char * dst, int td) {
-    GRID_STRIDE(i, elements(sd)) {
+    GRID_STRIDE(i, shape_elements(sd)) {
         const float v = row_value(ts, src + offset_of(ss, ss.ne[0], i), 0);
-        store_float(td, dst + offset_of(sd, sd.ne[0], i), v);
+        store_as(td, dst + offset_of(sd, sd.ne[0], i), v);
     }
 }
 
 // F32 into a block type: block b of dst takes source elements 32b .. 32b + 31 in logical
 // order. dst rows are whole blocks (ne[0] % 32 == 0).
 extern "C" __global__ void copy_to_blocks(shape ss, const char * src, shape sd, char * dst, int td) {
-    const i64 n = elements(sd) / 32;
+    const i64 n = shape_elements(sd) / 32;
     GRID_STRIDE(b, n) {
         float x[32];
         for (int j = 0; j < 32; ++j) {

@@ -5,40 +5,6 @@
 // shared-memory budget: 0 bytes
 #include "prelude.cuh"
 
-__device__ __forceinline__ float load_as(int type, const char * p) {
-    switch (type) {
-        case TYPE_F16: return load_f16(p);
-        case TYPE_BF16: return load_bf16(p);
-        case TYPE_I32: return load_i32(p);
-        default: return load_f32(p);
-    }
-}
-
-__device__ __forceinline__ void store_as(int type, char * p, float v) {
-    switch (type) {
-        case TYPE_F16: store_f16(p, v); break;
-        case TYPE_BF16: store_bf16(p, v); break;
-        case TYPE_I32: store_i32(p, v); break;
-        default: store_f32(p, v); break;
-    }
-}
-
-// The coordinates of the `i`-th element of `s` in logical order.
-__device__ __forceinline__ void coords(const shape & s, i64 i, i64 c[4]) {
-    c[0] = i % s.ne[0];
-    i /= s.ne[0];
-    c[1] = i % s.ne[1];
-    i /= s.ne[1];
-    c[2] = i % s.ne[2];
-    c[3] = i / s.ne[2];
-}
-
-__device__ __forceinline__ i64 elements(const shape & s) {
-    return s.ne[0] * s.ne[1] * s.ne[2] * s.ne[3];
-}
-
-#define GRID_STRIDE(i, n) for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64) gridDim.x * blockDim.x)
-
 // ---- binary ----------------------------------------------------------------------------
 
 #define BIN_ADD 0
@@ -49,9 +15,9 @@ __device__ __forceinline__ i64 elements(const shape & s) {
 // dst = a (op) b, with b repeated over dst (each of b's extents divides dst's).
 extern "C" __global__ void binary(int op, shape sa, const char * a, int ta, shape sb, const char * b, int tb,
                                   shape sd, char * d, int td) {
-    GRID_STRIDE(i, elements(sd)) {
+    GRID_STRIDE(i, shape_elements(sd)) {
         i64 c[4];
-        coords(sd, i, c);
+        shape_coords(sd, sd.ne[0], i, c);
         const float x = load_as(ta, a + shape_offset(sa, c[0], c[1], c[2], c[3]));
         const float y = load_as(tb, b + shape_offset(sb, c[0] % sb.ne[0], c[1] % sb.ne[1], c[2] % sb.ne[2], c[3] % sb.ne[3]));
         float z;
@@ -155,9 +121,9 @@ __device__ __forceinline__ float unary_value(int fn, float x, float p0, float p1
 
 // dst = fn(a), element by element (same shape).
 extern "C" __global__ void unary(int fn, float p0, float p1, shape sa, const char * a, int ta, shape sd, char * d, int td) {
-    GRID_STRIDE(i, elements(sd)) {
+    GRID_STRIDE(i, shape_elements(sd)) {
         i64 c[4];
-        coords(sd, i, c);
+        shape_coords(sd, sd.ne[0], i, c);
         const float x = load_as(ta, a + shape_offset(sa, c[0], c[1], c[2], c[3]));
         store_as(td, d + shape_offset(sd, c[0], c[1], c[2], c[3]), unary_value(fn, x, p0, p1));
     }
@@ -198,9 +164,9 @@ __device__ __forceinline__ float glu_value(int fn, float x, float g, float alpha
 extern "C" __global__ void glu(int fn, int swapped, float alpha, float limit, shape sa, const char * a, shape sb,
                                const char * b, int t, shape sd, char * d) {
     const i64 nc = sd.ne[0];
-    GRID_STRIDE(i, elements(sd)) {
+    GRID_STRIDE(i, shape_elements(sd)) {
         i64 c[4];
-        coords(sd, i, c);
+        shape_coords(sd, sd.ne[0], i, c);
         const char * px;
         const char * pg;
         if (b == nullptr) {

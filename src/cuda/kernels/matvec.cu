@@ -59,20 +59,6 @@ __device__ __forceinline__ void block_dot(int type, const char * w, const float 
     }
 }
 
-// Bytes of one group of 32 weights.
-__device__ __forceinline__ i64 group_bytes(int type) {
-    switch (type) {
-        case TYPE_Q4_0: return sizeof(block_q4_0);
-        case TYPE_Q4_1: return sizeof(block_q4_1);
-        case TYPE_Q5_0: return sizeof(block_q5_0);
-        case TYPE_Q5_1: return sizeof(block_q5_1);
-        case TYPE_Q8_0: return sizeof(block_q8_0);
-        case TYPE_F16:
-        case TYPE_BF16: return 64;
-        default: return 128;
-    }
-}
-
 // dst[m, n, i12, i13] = sum_k w[k, m, i12 / r2, i13 / r3] * x[k, n, i12, i13] for n < ncols
 // (= x.ne[1] <= 8). The rows of `w` are whole groups of 32 (ne[0] % 32 == 0) and packed;
 // the columns of `x` are packed F32 rows. Grid: x = weight rows / warps per block,

@@ -36,6 +36,24 @@ __device__ __forceinline__ i64 shape_offset(const shape & s, i64 i0, i64 i1, i64
     return i0 * s.nb[0] + i1 * s.nb[1] + i2 * s.nb[2] + i3 * s.nb[3];
 }
 
+__device__ __forceinline__ i64 shape_elements(const shape & s) {
+    return s.ne[0] * s.ne[1] * s.ne[2] * s.ne[3];
+}
+
+// The coordinates of the `i`-th unit of `s` in logical order, where dimension 0 holds `ne0`
+// units (its elements, or its blocks of a block type).
+__device__ __forceinline__ void shape_coords(const shape & s, i64 ne0, i64 i, i64 c[4]) {
+    c[0] = i % ne0;
+    i /= ne0;
+    c[1] = i % s.ne[1];
+    i /= s.ne[1];
+    c[2] = i % s.ne[2];
+    c[3] = i / s.ne[2];
+}
+
+// A loop of the whole grid over 0..n, each thread taking every (grid size)-th index.
+#define GRID_STRIDE(i, n) for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64) gridDim.x * blockDim.x)
+
 // ---- 16-bit floats ----------------------------------------------------------------------
 
 #if defined(__CUDA_ARCH__)
@@ -140,6 +158,26 @@ __device__ __forceinline__ void store_f16(void * p, float v) { *(u16 *) p = f32_
 __device__ __forceinline__ void store_bf16(void * p, float v) { *(u16 *) p = f32_to_bf16(v); }
 __device__ __forceinline__ void store_i32(void * p, float v) { *(i32 *) p = (i32) v; }
 
+// An element of a plain type (F32, F16, BF16, I32) read or written as a float; the type is a
+// launch argument, the same for every thread.
+__device__ __forceinline__ float load_as(int type, const char * p) {
+    switch (type) {
+        case TYPE_F16: return load_f16(p);
+        case TYPE_BF16: return load_bf16(p);
+        case TYPE_I32: return load_i32(p);
+        default: return load_f32(p);
+    }
+}
+
+__device__ __forceinline__ void store_as(int type, char * p, float v) {
+    switch (type) {
+        case TYPE_F16: store_f16(p, v); break;
+        case TYPE_BF16: store_bf16(p, v); break;
+        case TYPE_I32: store_i32(p, v); break;
+        default: store_f32(p, v); break;
+    }
+}
+
 // ---- block formats (ggml's layouts, byte for byte) -------------------------------------
 
 #define QK4_0 32
@@ -206,6 +244,24 @@ __device__ __forceinline__ float q5_1_value(const block_q5_1 & b, int j) {
 
 __device__ __forceinline__ float q8_0_value(const block_q8_0 & b, int j) {
     return (float) b.qs[j] * f16_to_f32(b.d);
+}
+
+__device__ __forceinline__ bool is_block_type(int type) {
+    return type == TYPE_Q4_0 || type == TYPE_Q4_1 || type == TYPE_Q5_0 || type == TYPE_Q5_1 || type == TYPE_Q8_0;
+}
+
+// Bytes of 32 consecutive values of a row: one block, or 32 elements of a plain type.
+__device__ __forceinline__ i64 group_bytes(int type) {
+    switch (type) {
+        case TYPE_Q4_0: return sizeof(block_q4_0);
+        case TYPE_Q4_1: return sizeof(block_q4_1);
+        case TYPE_Q5_0: return sizeof(block_q5_0);
+        case TYPE_Q5_1: return sizeof(block_q5_1);
+        case TYPE_Q8_0: return sizeof(block_q8_0);
+        case TYPE_F16:
+        case TYPE_BF16: return 64;
+        default: return 128;
+    }
 }
 
 // ---- reductions --------------------------------------------------------------------------

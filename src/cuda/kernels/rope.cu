@@ -33,18 +33,6 @@ __device__ __forceinline__ void yarn(const rope_params & p, float theta_extrap, 
     s = sinf(theta) * mscale;
 }
 
-__device__ __forceinline__ float load_t(int type, const char * p) {
-    return type == TYPE_F16 ? load_f16(p) : load_f32(p);
-}
-
-__device__ __forceinline__ void store_t(int type, char * p, float v) {
-    if (type == TYPE_F16) {
-        store_f16(p, v);
-    } else {
-        store_f32(p, v);
-    }
-}
-
 // `x` and `dst` of one type (F32 or F16) and one shape [head size, heads, tokens, sequences];
 // `pos` holds a position per token; `freq_factors` (null for none) divides each pair's angle.
 extern "C" __global__ void rope(rope_params p, shape sx, const char * x, shape sd, char * d, int type,
@@ -60,8 +48,8 @@ extern "C" __global__ void rope(rope_params p, shape sx, const char * x, shape s
         const i64 i3 = r / sx.ne[2];
         if (i0 >= p.n_dims) {
             for (int j = 0; j < 2; ++j) {
-                const float v = load_t(type, x + shape_offset(sx, i0 + j, i1, i2, i3));
-                store_t(type, d + shape_offset(sd, i0 + j, i1, i2, i3), v);
+                const float v = load_as(type, x + shape_offset(sx, i0 + j, i1, i2, i3));
+                store_as(type, d + shape_offset(sd, i0 + j, i1, i2, i3), v);
             }
             continue;
         }
@@ -73,9 +61,9 @@ extern "C" __global__ void rope(rope_params p, shape sx, const char * x, shape s
         // normal: neighbours (i0, i0 + 1); NeoX: the pair's index in each half of n_dims
         const i64 a = p.mode & ROPE_NEOX ? pair : i0;
         const i64 b = p.mode & ROPE_NEOX ? pair + p.n_dims / 2 : i0 + 1;
-        const float x0 = load_t(type, x + shape_offset(sx, a, i1, i2, i3));
-        const float x1 = load_t(type, x + shape_offset(sx, b, i1, i2, i3));
-        store_t(type, d + shape_offset(sd, a, i1, i2, i3), x0 * c - x1 * s);
-        store_t(type, d + shape_offset(sd, b, i1, i2, i3), x0 * s + x1 * c);
+        const float x0 = load_as(type, x + shape_offset(sx, a, i1, i2, i3));
+        const float x1 = load_as(type, x + shape_offset(sx, b, i1, i2, i3));
+        store_as(type, d + shape_offset(sd, a, i1, i2, i3), x0 * c - x1 * s);
+        store_as(type, d + shape_offset(sd, b, i1, i2, i3), x0 * s + x1 * c);
     }
 }

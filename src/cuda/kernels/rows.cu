@@ -4,8 +4,6 @@
 // shared-memory budget: 4224 bytes
 #include "prelude.cuh"
 
-#define GRID_STRIDE(i, n) for (i64 i = (i64) blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64) gridDim.x * blockDim.x)
-
 // dst[0, r] = sum (or mean, when `mean`) of row r of x.
 extern "C" __global__ void sum_rows_f32(shape sx, const char * x, shape sd, char * d, int mean) {
     __shared__ float scratch[WARP_SIZE];
@@ -70,26 +68,19 @@ extern "C" __global__ void argsort_f32(shape sx, const char * x, shape sd, char 
 
 // dst[i] = x[i mod x's extents], F32.
 extern "C" __global__ void repeat_f32(shape sx, const char * x, shape sd, char * d) {
-    const i64 n = sd.ne[0] * sd.ne[1] * sd.ne[2] * sd.ne[3];
-    GRID_STRIDE(i, n) {
-        const i64 i0 = i % sd.ne[0];
-        const i64 i1 = (i / sd.ne[0]) % sd.ne[1];
-        const i64 i2 = (i / (sd.ne[0] * sd.ne[1])) % sd.ne[2];
-        const i64 i3 = i / (sd.ne[0] * sd.ne[1] * sd.ne[2]);
-        const float v = load_f32(x + shape_offset(sx, i0 % sx.ne[0], i1 % sx.ne[1], i2 % sx.ne[2], i3 % sx.ne[3]));
-        store_f32(d + shape_offset(sd, i0, i1, i2, i3), v);
+    GRID_STRIDE(i, shape_elements(sd)) {
+        i64 c[4];
+        shape_coords(sd, sd.ne[0], i, c);
+        const float v = load_f32(x + shape_offset(sx, c[0] % sx.ne[0], c[1] % sx.ne[1], c[2] % sx.ne[2], c[3] % sx.ne[3]));
+        store_f32(d + shape_offset(sd, c[0], c[1], c[2], c[3]), v);
     }
 }
 
 // dst = a followed by b along dimension `dim`, F32.
 extern "C" __global__ void concat_f32(shape sa, const char * a, shape sb, const char * b, shape sd, char * d, int dim) {
-    const i64 n = sd.ne[0] * sd.ne[1] * sd.ne[2] * sd.ne[3];
-    GRID_STRIDE(i, n) {
+    GRID_STRIDE(i, shape_elements(sd)) {
         i64 c[4];
-        c[0] = i % sd.ne[0];
-        c[1] = (i / sd.ne[0]) % sd.ne[1];
-        c[2] = (i / (sd.ne[0] * sd.ne[1])) % sd.ne[2];
-        c[3] = i / (sd.ne[0] * sd.ne[1] * sd.ne[2]);
+        shape_coords(sd, sd.ne[0], i, c);
         const i64 at = c[dim];
         float v;
         if (at < sa.ne[dim]) {

@@ -404,7 +404,7 @@ fn every_truncation_fails_cleanly() {
     let data = tensor_bytes();
     let mut file = Vec::new();
     writer::write_to(&rich_context(&data), &mut file, false).unwrap();
-    let meta_len = writer::meta_size(&rich_context(&data));
+    let meta_len = writer::meta(&rich_context(&data)).padded_len;
     for n in 0..file.len() {
         assert!(parse(&file[..n], Some(false)).is_err(), "prefix {n}");
         assert_eq!(parse(&file[..n], None).is_ok(), n >= meta_len, "prefix {n}");

@@ -424,13 +424,15 @@ impl StoredGraph {
             if !checked[i].distinct {
                 return Err(format!("{}: result elements overlap (strides {:?})", what(), checked[i].wire.nb));
             }
-            if links[i][..MAX_SRC].iter().any(|&s| s != NO_LINK && checked[s as usize].placement.is_none()) {
-                return Err(format!("{}: a source without data", what()));
-            }
-            // a source whose elements overlap names more values than its bytes hold: a 64 KiB
-            // buffer could feed a product whose scratch is gigabytes (found by the graph fuzzer)
-            if links[i][..MAX_SRC].iter().any(|&s| s != NO_LINK && !checked[s as usize].distinct) {
-                return Err(format!("{}: a source whose elements overlap", what()));
+            for source in links[i][..MAX_SRC].iter().filter(|&&s| s != NO_LINK).map(|&s| &checked[s as usize]) {
+                if source.placement.is_none() {
+                    return Err(format!("{}: a source without data", what()));
+                }
+                // a source whose elements overlap names more values than its bytes hold: a 64
+                // KiB buffer could feed a product whose scratch is gigabytes (the graph fuzzer)
+                if !source.distinct {
+                    return Err(format!("{}: a source whose elements overlap", what()));
+                }
             }
             let index = ops::check(node).map_err(|e| format!("{}: {e}", what()))?;
             if !backend.supports_op(node) {
