@@ -10,9 +10,38 @@ fn main() {
     println!("cargo:rerun-if-changed=include/ggml.h");
     cc::Build::new().file("src/ffi/variadic.c").warnings_into_errors(true).compile("ggml_variadic");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libggml-rs.so.0");
+    kernel_sources();
     if std::env::var_os("CARGO_FEATURE_CUDA_EMULATOR").is_some() {
         emulated_kernels();
     }
+}
+
+/// The kernel sources in src/cuda/kernels, sorted.
+fn cuda_sources() -> Vec<PathBuf> {
+    let mut sources: Vec<PathBuf> = std::fs::read_dir("src/cuda/kernels")
+        .expect("src/cuda/kernels")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
+        .collect();
+    sources.sort();
+    sources
+}
+
+/// The kernel sources embedded for NVRTC (OUT_DIR/cuda_sources.rs): each file's stem and text.
+fn kernel_sources() {
+    println!("cargo:rerun-if-changed=src/cuda/kernels");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let mut table = String::new();
+    for source in cuda_sources() {
+        let stem = source.file_stem().and_then(|s| s.to_str()).expect("a UTF-8 file name");
+        let abs = std::fs::canonicalize(&source).expect("a kernel source path");
+        writeln!(table, "    (\"{stem}\", include_str!(\"{}\")),", abs.display()).unwrap();
+    }
+    let rust = format!(
+        "/// Every kernel source of src/cuda/kernels: the file's stem and its text.\n\
+         pub static SOURCES: &[(&str, &str)] = &[\n{table}];\n"
+    );
+    std::fs::write(out.join("cuda_sources.rs"), rust).expect("writing the kernel source table");
 }
 
 /// The names of the kernels (`extern "C" __global__ void NAME(`) a CUDA source defines.
@@ -34,12 +63,7 @@ fn emulated_kernels() {
     println!("cargo:rerun-if-changed={}", kernels.display());
     println!("cargo:rerun-if-changed={}", emulator.display());
 
-    let mut sources: Vec<PathBuf> = std::fs::read_dir(kernels)
-        .expect("src/cuda/kernels")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
-        .collect();
-    sources.sort();
+    let sources = cuda_sources();
 
     let mut build = cc::Build::new();
     build

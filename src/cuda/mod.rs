@@ -1,7 +1,10 @@
 //! The CUDA device backend, in progress: its kernels (`kernels/*.cu`, CUDA C compiled by NVRTC
-//! for the GPU at hand, checked for every architecture by scripts/cuda-check) and, with the
-//! `cuda-emulator` feature, the emulated device that runs the same sources on the CPU.
+//! for the GPU at hand, checked for every architecture by scripts/cuda-check), the GPU interface
+//! the backend drives (`gpu`) and, with the `cuda-emulator` feature, the emulated device that
+//! runs the same sources on the CPU.
 
 #[cfg(feature = "cuda-emulator")]
 pub mod emulator;
+pub mod gpu;
 pub mod shape;
+pub mod sources;
