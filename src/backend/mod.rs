@@ -16,6 +16,7 @@ pub use tallocr::Tallocr;
 #[allow(clippy::module_inception)]
 pub mod backend;
 pub mod device;
+pub mod guid;
 pub mod meta;
 pub mod reg;
 #[cfg(test)]

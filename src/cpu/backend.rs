@@ -7,7 +7,6 @@
 //! `ggml_backend_cpu_set_threadpool`. The registry's extra functions (`get_proc_address`)
 //! are listed in [`proc_address`].
 
-use std::cell::UnsafeCell;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
@@ -15,6 +14,7 @@ use super::api::{self, CpuFeature, cpu_has};
 use super::plan::{AbortCallback, DEFAULT_N_THREADS, Plan};
 use super::pool::Threadpool;
 use crate::backend::backend::BackendPtr;
+use crate::backend::guid::StaticGuid;
 use crate::backend::interface::{Backend, BackendInterface, Device, GraphPlan, Reg};
 use crate::core::graph::Graph;
 use crate::core::status::Status;
@@ -23,15 +23,8 @@ use crate::core::threadpool_params::ThreadpoolParams;
 use crate::cpu::device::cpu_reg;
 
 /// The CPU backend's GUID (`ggml_backend_cpu_guid`).
-struct Guid(UnsafeCell<[u8; 16]>);
-
-// SAFETY: the GUID is never written; C receives a mutable pointer only because the struct
-// field is declared that way.
-unsafe impl Sync for Guid {}
-
-static CPU_GUID: Guid = Guid(UnsafeCell::new([
-    0xaa, 0x67, 0xc7, 0x43, 0x96, 0xe6, 0xa3, 0x8a, 0xe3, 0xaf, 0xea, 0x92, 0x36, 0xbc, 0xfc, 0x89,
-]));
+static CPU_GUID: StaticGuid =
+    StaticGuid::new([0xaa, 0x67, 0xc7, 0x43, 0x96, 0xe6, 0xa3, 0x8a, 0xe3, 0xaf, 0xea, 0x92, 0x36, 0xbc, 0xfc, 0x89]);
 
 /// One cache line of scratch: the work buffer is a vector of these, so it starts aligned.
 #[derive(Clone, Copy)]
@@ -297,7 +290,7 @@ pub fn init() -> BackendPtr {
     api::cpu_init();
     let context = Box::into_raw(Box::new(CpuBackend::default()));
     let backend = Box::new(Backend {
-        guid: CPU_GUID.0.get(),
+        guid: CPU_GUID.as_ptr(),
         iface: CPU_BACKEND_INTERFACE,
         device: cpu_reg().dev_get(0),
         context: context.cast(),
@@ -311,9 +304,7 @@ pub fn init() -> BackendPtr {
 
 /// `ggml_backend_is_cpu`: whether `backend` is a CPU backend.
 pub fn is_cpu(backend: BackendPtr) -> bool {
-    let guid = backend.guid();
-    // SAFETY: a backend's GUID is null or points to 16 bytes.
-    !guid.is_null() && unsafe { *guid == *CPU_GUID.0.get() }
+    CPU_GUID.matches(backend.guid())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,12 @@ pub type DevicePtr = u64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stream(pub usize);
 
+impl Stream {
+    /// The device's default stream (CUDA's legacy NULL stream), for the synchronous copies of
+    /// buffers that no backend's stream owns.
+    pub const DEFAULT: Stream = Stream(0);
+}
+
 /// A point in a stream's work that other streams and the host can wait for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event(pub usize);
@@ -74,6 +80,16 @@ pub enum GemmType {
     F32,
     F16,
     BF16,
+}
+
+impl GemmType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            GemmType::F32 => 4,
+            GemmType::F16 | GemmType::BF16 => 2,
+        }
+    }
 }
 
 /// `d[b] = a[b]ᵀ · x[b]` in cuBLAS's column-major terms, for `batch` products whose matrices

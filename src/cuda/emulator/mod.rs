@@ -4,6 +4,8 @@
 
 use std::ffi::c_void;
 
+pub mod gpu;
+
 /// A kernel as the emulator calls it: with CUDA's array of pointers to the arguments.
 type Trampoline = unsafe extern "C" fn(args: *mut *mut c_void);
 

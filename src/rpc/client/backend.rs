@@ -10,7 +10,8 @@ use super::buffer::{describe, download, upload};
 use super::connection::Connection;
 use super::{device, registry};
 use crate::backend::backend::BackendPtr;
-use crate::backend::interface::{Backend, BackendInterface, BufferUsage, Event, GuidPtr};
+use crate::backend::guid::StaticGuid;
+use crate::backend::interface::{Backend, BackendInterface, BufferUsage, Event};
 use crate::core::graph::Graph;
 use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr};
@@ -22,14 +23,9 @@ struct BackendContext {
     name: CString,
 }
 
-/// The RPC backends' GUID (`ggml_backend_rpc_guid`), never written.
-struct Guid(std::cell::UnsafeCell<[u8; 16]>);
-// SAFETY: the GUID is never written; C receives a mutable pointer only because ggml's API
-// types it so.
-unsafe impl Sync for Guid {}
-static GUID: Guid = Guid(std::cell::UnsafeCell::new([
-    0x99, 0x68, 0x5b, 0x6c, 0xd2, 0x83, 0x3d, 0x24, 0x25, 0x36, 0x72, 0xe1, 0x5b, 0x0e, 0x14, 0x03,
-]));
+/// The RPC backends' GUID (`ggml_backend_rpc_guid`).
+static GUID: StaticGuid =
+    StaticGuid::new([0x99, 0x68, 0x5b, 0x6c, 0xd2, 0x83, 0x3d, 0x24, 0x25, 0x36, 0x72, 0xe1, 0x5b, 0x0e, 0x14, 0x03]);
 
 const INTERFACE: BackendInterface = BackendInterface {
     get_name: Some(get_name),
@@ -57,15 +53,13 @@ pub fn init(endpoint: &str, index: u32) -> Option<*mut Backend> {
     let conn = Connection::open(endpoint).ok()?;
     let name = CString::new(format!("RPC{index}[{endpoint}]")).unwrap_or_default();
     let context = Box::into_raw(Box::new(BackendContext { conn, device, name }));
-    let backend = Box::new(Backend { guid: GUID.0.get(), iface: INTERFACE, device, context: context.cast() });
+    let backend = Box::new(Backend { guid: GUID.as_ptr(), iface: INTERFACE, device, context: context.cast() });
     Some(Box::into_raw(backend))
 }
 
 /// `ggml_backend_is_rpc`.
 pub fn is_rpc(backend: BackendPtr) -> bool {
-    let guid: GuidPtr = backend.guid();
-    // SAFETY: a backend's GUID is null or points to 16 bytes.
-    !guid.is_null() && unsafe { *guid == *GUID.0.get() }
+    GUID.matches(backend.guid())
 }
 
 /// # Safety
