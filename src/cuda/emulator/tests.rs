@@ -18,6 +18,8 @@ use crate::cpu::api::graph_compute_with_ctx;
 use crate::cpu::kernels::testing::{Rng, assert_close, ctx, nmse, random, values};
 use crate::cuda::shape::Shape;
 
+mod attention;
+
 /// A pointer to `v` as CUDA's argument array holds it.
 fn arg<T>(v: &T) -> *mut c_void {
     std::ptr::from_ref(v).cast_mut().cast()

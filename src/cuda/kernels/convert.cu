@@ -12,18 +12,6 @@ __device__ __forceinline__ i64 offset_of(const shape & s, i64 ne0, i64 i) {
     return shape_offset(s, c[0], c[1], c[2], c[3]);
 }
 
-// Value `i` of a row of `type` starting at `row` (a block type's row is whole blocks).
-__device__ __forceinline__ float row_value(int type, const char * row, i64 i) {
-    switch (type) {
-        case TYPE_Q4_0: return q4_0_value(((const block_q4_0 *) row)[i / 32], (int) (i % 32));
-        case TYPE_Q4_1: return q4_1_value(((const block_q4_1 *) row)[i / 32], (int) (i % 32));
-        case TYPE_Q5_0: return q5_0_value(((const block_q5_0 *) row)[i / 32], (int) (i % 32));
-        case TYPE_Q5_1: return q5_1_value(((const block_q5_1 *) row)[i / 32], (int) (i % 32));
-        case TYPE_Q8_0: return q8_0_value(((const block_q8_0 *) row)[i / 32], (int) (i % 32));
-        default: return load_as(type, row + i * (group_bytes(type) / 32));
-    }
-}
-
 // ---- quantization of one block of 32 values ---------------------------------------------
 
 __device__ void quantize_q8_0(const float * x, block_q8_0 & b) {

@@ -264,6 +264,29 @@ __device__ __forceinline__ i64 group_bytes(int type) {
     }
 }
 
+// Value `i` of a row of `type` starting at `row` (a block type's row is whole blocks).
+__device__ __forceinline__ float row_value(int type, const char * row, i64 i) {
+    switch (type) {
+        case TYPE_Q4_0: return q4_0_value(((const block_q4_0 *) row)[i / 32], (int) (i % 32));
+        case TYPE_Q4_1: return q4_1_value(((const block_q4_1 *) row)[i / 32], (int) (i % 32));
+        case TYPE_Q5_0: return q5_0_value(((const block_q5_0 *) row)[i / 32], (int) (i % 32));
+        case TYPE_Q5_1: return q5_1_value(((const block_q5_1 *) row)[i / 32], (int) (i % 32));
+        case TYPE_Q8_0: return q8_0_value(((const block_q8_0 *) row)[i / 32], (int) (i % 32));
+        default: return load_as(type, row + i * (group_bytes(type) / 32));
+    }
+}
+
+// ---- attention -----------------------------------------------------------------------
+
+// ALiBi's slope for head `h`: 1 without a bias; otherwise powers of m0 for the first
+// `n_head_log2` heads and odd powers of m1 after them (the host computes the three).
+__device__ __forceinline__ float alibi_slope(float max_bias, int h, int n_head_log2, float m0, float m1) {
+    if (max_bias <= 0.0f) {
+        return 1.0f;
+    }
+    return h < n_head_log2 ? powf(m0, (float) (h + 1)) : powf(m1, (float) (2 * (h - n_head_log2) + 1));
+}
+
 // ---- reductions --------------------------------------------------------------------------
 
 #define WARP_SIZE 32

@@ -3,15 +3,6 @@
 // shared-memory budget: 128 bytes
 #include "prelude.cuh"
 
-// ALiBi's slope for head `h`: 1 without a bias; otherwise powers of m0 for the first
-// `n_head_log2` heads and odd powers of m1 after them (the host computes the three).
-__device__ __forceinline__ float alibi_slope(float max_bias, int h, int n_head_log2, float m0, float m1) {
-    if (max_bias <= 0.0f) {
-        return 1.0f;
-    }
-    return h < n_head_log2 ? powf(m0, (float) (h + 1)) : powf(m1, (float) (2 * (h - n_head_log2) + 1));
-}
-
 // Rows of `x` and `dst` are packed; the mask (F32 or F16, `mask` null for none) has a row per
 // row of a head and repeats over heads and sequences; `sinks` (F32, null for none) holds one
 // value per head (dimension 2).
