@@ -43,6 +43,26 @@ fn twin(c: &mut Context, t: TensorPtr) -> TensorPtr {
     c.new_tensor(t.type_, &t.ne)
 }
 
+/// Every weight type GET_ROWS and the matrix-vector products read.
+const WEIGHT_TYPES: [Type; 16] = [
+    Type::F32,
+    Type::F16,
+    Type::BF16,
+    Type::Q4_0,
+    Type::Q4_1,
+    Type::Q5_0,
+    Type::Q5_1,
+    Type::Q8_0,
+    Type::Q2_K,
+    Type::Q3_K,
+    Type::Q4_K,
+    Type::Q5_K,
+    Type::Q6_K,
+    Type::IQ4_NL,
+    Type::IQ4_XS,
+    Type::MXFP4,
+];
+
 fn run(name: &str, grid: u32, threads: u32, args: &mut [*mut c_void]) {
     assert!(has_kernel(name), "no kernel {name}");
     // SAFETY: each test passes the kernel's parameters in order, pointing into live tensors.
@@ -308,9 +328,9 @@ fn gated_linear_units() {
 fn get_rows_of_float_and_block_types() {
     let mut c = ctx();
     let mut rng = Rng::new(7);
-    for ty in [Type::F32, Type::F16, Type::BF16, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0] {
-        let table = c.new_tensor(ty, &[64, 10, 2]);
-        let plain = c.new_tensor(Type::F32, &[64, 10, 2]);
+    for ty in WEIGHT_TYPES {
+        let table = c.new_tensor(ty, &[256, 10, 2]);
+        let plain = c.new_tensor(Type::F32, &[256, 10, 2]);
         random(plain, &mut rng, -1.0, 1.0);
         let q = ops::shape::cpy(&mut c, plain, table);
         compute_on_cpu(&mut c, q);
@@ -390,7 +410,7 @@ fn set_rows_and_copies_quantize_as_the_cpu() {
 fn mul_mat_vec_of_every_weight_type() {
     let mut c = ctx();
     let mut rng = Rng::new(9);
-    for ty in [Type::F32, Type::F16, Type::BF16, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0] {
+    for ty in WEIGHT_TYPES {
         for ncols in [1, 3, 8] {
             // weights [256, 40, 2] broadcast over activations [256, ncols, 4]
             let plain = c.new_tensor(Type::F32, &[256, 40, 2]);
@@ -489,14 +509,22 @@ fn row_sums_sorts_repeats_and_concatenations() {
 fn mul_mat_id_vec_picks_each_slots_expert() {
     let mut c = ctx();
     let mut rng = Rng::new(11);
-    for (ty, b_cols) in [(Type::Q4_0, 1), (Type::Q8_0, 3), (Type::F16, 1), (Type::F32, 3)] {
-        // 4 experts of [128, 24]; 3 slots per token, 2 tokens
-        let plain = c.new_tensor(Type::F32, &[128, 24, 4]);
+    for (ty, b_cols) in [
+        (Type::Q4_0, 1),
+        (Type::Q8_0, 3),
+        (Type::F16, 1),
+        (Type::F32, 3),
+        (Type::Q4_K, 1),
+        (Type::Q6_K, 3),
+        (Type::MXFP4, 1),
+    ] {
+        // 4 experts of [256, 24]; 3 slots per token, 2 tokens
+        let plain = c.new_tensor(Type::F32, &[256, 24, 4]);
         random(plain, &mut rng, -1.0, 1.0);
-        let w = c.new_tensor(ty, &[128, 24, 4]);
+        let w = c.new_tensor(ty, &[256, 24, 4]);
         let q = ops::shape::cpy(&mut c, plain, w);
         compute_on_cpu(&mut c, q);
-        let x = c.new_tensor(Type::F32, &[128, b_cols, 2]);
+        let x = c.new_tensor(Type::F32, &[256, b_cols, 2]);
         random(x, &mut rng, -1.0, 1.0);
         let ids = c.new_tensor(Type::I32, &[3, 2]);
         for (i, e) in [2, 0, 3, 1, 1, 2].into_iter().enumerate() {

@@ -1,5 +1,5 @@
-// Values moving between layouts and types: GET_ROWS (any float or 32-value block type into
-// F32), SET_ROWS (F32 into float or block rows), and CPY/DUP/CONT between float types or from
+// Values moving between layouts and types: GET_ROWS (any float or block type of the prelude
+// into F32), SET_ROWS (F32 into float or block rows), and CPY/DUP/CONT between float types or from
 // F32 into a block type. Quantization is ggml's reference rounding, one thread per block.
 // shared-memory budget: 0 bytes
 #include "prelude.cuh"

@@ -1,52 +1,19 @@
 // MUL_MAT of a few activation columns (1 to 8, token generation and small batches), and
 // MUL_MAT_ID of one column per expert slot: a warp per weight row reads each weight once, for
-// every column at once. Weights F32, F16, BF16 or a 32-value block format; activations and
-// result F32.
+// every column at once. Weights F32, F16, BF16 or any block format of the prelude (32-value
+// blocks and 256-value super-blocks); activations and result F32.
 // shared-memory budget: 0 bytes
 #include "prelude.cuh"
 
 #define MAX_COLS 8
 
-// Adds the products of 32 weights of one block with the matching values of each column.
-// `x` points at the block's first value in column 0; columns are `x_stride` floats apart.
-__device__ __forceinline__ void block_dot(int type, const char * w, const float * x, i64 x_stride, int ncols, float acc[MAX_COLS]) {
+// Adds the products of the 32 weights of group `g` of a weight row with the matching values
+// of each column. `x` points at the group's first value in column 0; columns are `x_stride`
+// floats apart.
+__device__ __forceinline__ void group_dot(int type, const char * row, i64 g, const float * x, i64 x_stride, int ncols,
+                                          float acc[MAX_COLS]) {
     float v[32];
-    switch (type) {
-        case TYPE_Q4_0: {
-            const block_q4_0 & b = *(const block_q4_0 *) w;
-            for (int j = 0; j < 32; ++j) v[j] = q4_0_value(b, j);
-            break;
-        }
-        case TYPE_Q4_1: {
-            const block_q4_1 & b = *(const block_q4_1 *) w;
-            for (int j = 0; j < 32; ++j) v[j] = q4_1_value(b, j);
-            break;
-        }
-        case TYPE_Q5_0: {
-            const block_q5_0 & b = *(const block_q5_0 *) w;
-            for (int j = 0; j < 32; ++j) v[j] = q5_0_value(b, j);
-            break;
-        }
-        case TYPE_Q5_1: {
-            const block_q5_1 & b = *(const block_q5_1 *) w;
-            for (int j = 0; j < 32; ++j) v[j] = q5_1_value(b, j);
-            break;
-        }
-        case TYPE_Q8_0: {
-            const block_q8_0 & b = *(const block_q8_0 *) w;
-            for (int j = 0; j < 32; ++j) v[j] = q8_0_value(b, j);
-            break;
-        }
-        case TYPE_F16:
-            for (int j = 0; j < 32; ++j) v[j] = load_f16(w + 2 * j);
-            break;
-        case TYPE_BF16:
-            for (int j = 0; j < 32; ++j) v[j] = load_bf16(w + 2 * j);
-            break;
-        default:
-            for (int j = 0; j < 32; ++j) v[j] = load_f32(w + 4 * j);
-            break;
-    }
+    group_values(type, row, g, v);
 #pragma unroll
     for (int n = 0; n < MAX_COLS; ++n) {
         if (n < ncols) {
@@ -60,7 +27,7 @@ __device__ __forceinline__ void block_dot(int type, const char * w, const float 
 }
 
 // dst[m, n, i12, i13] = sum_k w[k, m, i12 / r2, i13 / r3] * x[k, n, i12, i13] for n < ncols
-// (= x.ne[1] <= 8). The rows of `w` are whole groups of 32 (ne[0] % 32 == 0) and packed;
+// (= x.ne[1] <= 8). The rows of `w` are whole blocks of its type and packed;
 // the columns of `x` are packed F32 rows. Grid: x = weight rows / warps per block,
 // y = x.ne[2] * x.ne[3]; each warp takes one weight row.
 extern "C" __global__ void mul_mat_vec(shape sw, const char * w, int type, shape sx, const char * x, shape sd, char * d) {
@@ -82,7 +49,7 @@ extern "C" __global__ void mul_mat_vec(shape sw, const char * w, int type, shape
     float acc[MAX_COLS] = { 0.0f };
     const i64 groups = sw.ne[0] / 32;
     for (i64 g = lane; g < groups; g += WARP_SIZE) {
-        block_dot(type, row + g * group_bytes(type), col + 32 * g, x_stride, ncols, acc);
+        group_dot(type, row, g, col + 32 * g, x_stride, ncols, acc);
     }
 #pragma unroll
     for (int n = 0; n < MAX_COLS; ++n) {
@@ -114,7 +81,7 @@ extern "C" __global__ void mul_mat_id_vec(shape sw, const char * w, int type, sh
 
     float acc[MAX_COLS] = { 0.0f };
     for (i64 g = lane; g < sw.ne[0] / 32; g += WARP_SIZE) {
-        block_dot(type, row + g * group_bytes(type), col + 32 * g, 0, 1, acc);
+        group_dot(type, row, g, col + 32 * g, 0, 1, acc);
     }
     const float sum = warp_sum(acc[0]);
     if (lane == 0) {

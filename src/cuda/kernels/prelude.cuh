@@ -146,8 +146,16 @@ __device__ __forceinline__ u16 f32_to_bf16(float f) {
 #define TYPE_Q5_0 6
 #define TYPE_Q5_1 7
 #define TYPE_Q8_0 8
+#define TYPE_Q2_K 10
+#define TYPE_Q3_K 11
+#define TYPE_Q4_K 12
+#define TYPE_Q5_K 13
+#define TYPE_Q6_K 14
+#define TYPE_IQ4_NL 20
+#define TYPE_IQ4_XS 23
 #define TYPE_I32 26
 #define TYPE_BF16 30
+#define TYPE_MXFP4 39
 
 __device__ __forceinline__ float load_f32(const void * p) { return *(const float *) p; }
 __device__ __forceinline__ float load_f16(const void * p) { return f16_to_f32(*(const u16 *) p); }
@@ -246,11 +254,187 @@ __device__ __forceinline__ float q8_0_value(const block_q8_0 & b, int j) {
     return (float) b.qs[j] * f16_to_f32(b.d);
 }
 
+// ---- 32-value non-linear formats ------------------------------------------------------
+
+#define QK4_NL 32
+#define QK_MXFP4 32
+
+struct block_iq4_nl {
+    u16 d;
+    u8 qs[QK4_NL / 2];
+};
+
+// Four bits and a power-of-two scale (E8M0, exponent bias 127) shared by 32 values.
+struct block_mxfp4 {
+    u8 e;
+    u8 qs[QK_MXFP4 / 2];
+};
+
+// The levels IQ4_NL and IQ4_XS index: spaced for the bell shape of weights, not evenly.
+__device__ const i8 iq4_levels[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
+// E2M1's sixteen values, doubled so they are integers (the scale is halved to match).
+__device__ const i8 fp4_levels[16] = { 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+
+// The nibble of position `j` (0..31) in 16 bytes: low nibbles hold 0..15, high 16..31.
+__device__ __forceinline__ int nibble32(const u8 * qs, int j) {
+    return j < 16 ? (qs[j] & 0x0f) : (qs[j - 16] >> 4);
+}
+
+__device__ __forceinline__ float iq4_nl_value(const block_iq4_nl & b, int j) {
+    return f16_to_f32(b.d) * (float) iq4_levels[nibble32(b.qs, j)];
+}
+
+// Half of 2^(e - 127): the factor for the doubled levels (2^-128 and 2^-127 are subnormal).
+__device__ __forceinline__ float e8m0_half(u8 e) {
+    return __uint_as_float(e < 2 ? 0x00200000u << e : (u32) (e - 1) << 23);
+}
+
+__device__ __forceinline__ float mxfp4_value(const block_mxfp4 & b, int j) {
+    return (float) fp4_levels[nibble32(b.qs, j)] * e8m0_half(b.e);
+}
+
+// ---- 256-value super-blocks (the K-quants and IQ4_XS) ----------------------------------
+//
+// A super-block holds 256 values in sub-blocks of 16 or 32, each with a small integer scale
+// (and for Q2_K, Q4_K, Q5_K a minimum) that multiplies the super-block's binary16 scale.
+// Each function below gives value `j` (0..255) exactly as ggml's dequantizer computes it.
+
+#define QK_K 256
+
+struct block_q2_K {
+    u8 scales[QK_K / 16];  // per 16 values: scale in the low nibble, minimum in the high
+    u8 qs[QK_K / 4];       // four 2-bit values a byte
+    u16 d;
+    u16 dmin;
+};
+
+struct block_q3_K {
+    u8 hmask[QK_K / 8];  // the third bits
+    u8 qs[QK_K / 4];     // the low two bits
+    u8 scales[12];       // sixteen 6-bit scales, biased by 32
+    u16 d;
+};
+
+struct block_q4_K {
+    u16 d;
+    u16 dmin;
+    u8 scales[12];  // eight 6-bit scales and eight 6-bit minimums
+    u8 qs[QK_K / 2];
+};
+
+struct block_q5_K {
+    u16 d;
+    u16 dmin;
+    u8 scales[12];
+    u8 qh[QK_K / 8];  // the fifth bits
+    u8 qs[QK_K / 2];
+};
+
+struct block_q6_K {
+    u8 ql[QK_K / 2];   // the low four bits
+    u8 qh[QK_K / 4];   // the high two bits
+    i8 scales[QK_K / 16];
+    u16 d;
+};
+
+struct block_iq4_xs {
+    u16 d;
+    u16 scales_h;  // the high two bits of eight 6-bit scales
+    u8 scales_l[QK_K / 64];
+    u8 qs[QK_K / 2];
+};
+
+// Q2_K and Q3_K: each half of 128 values takes 32 bytes of `qs`, value j of it in bits
+// 2 * (j / 32) of byte j % 32; sub-blocks of 16 values.
+__device__ __forceinline__ int two_bits(const u8 * qs, int j) {
+    return (qs[32 * (j / 128) + j % 32] >> (2 * ((j % 128) / 32))) & 3;
+}
+
+__device__ __forceinline__ float q2_K_value(const block_q2_K & b, int j) {
+    const int sc = b.scales[j / 16];
+    const float dl = f16_to_f32(b.d) * (float) (sc & 0x0f);
+    const float ml = f16_to_f32(b.dmin) * (float) (sc >> 4);
+    return dl * (float) two_bits(b.qs, j) - ml;
+}
+
+// Q3_K's scale of sub-block `s` (0..15): four low bits from byte s % 8 (nibble s / 8), two high
+// bits from byte 8 + s % 4 (pair s / 4).
+__device__ __forceinline__ int q3_K_scale(const u8 * scales, int s) {
+    const int low = (scales[s % 8] >> (4 * (s / 8))) & 0x0f;
+    const int high = (scales[8 + s % 4] >> (2 * (s / 4))) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+__device__ __forceinline__ float q3_K_value(const block_q3_K & b, int j) {
+    const float dl = f16_to_f32(b.d) * (float) q3_K_scale(b.scales, j / 16);
+    // a clear high bit means 4 less: the values are -4..3
+    const int high = (b.hmask[j % 32] >> (j / 32)) & 1;
+    return dl * (float) (two_bits(b.qs, j) - (high ? 0 : 4));
+}
+
+// Q4_K and Q5_K: the scale and minimum of sub-block `s` (0..7) of 32 values. The first four
+// are the low six bits of bytes s and s + 4; the last four take their low four bits from byte
+// s + 4 and their top two from the spare bits of the first ones.
+__device__ __forceinline__ void k4_scale_min(const u8 * q, int s, float & sc, float & m) {
+    if (s < 4) {
+        sc = (float) (q[s] & 63);
+        m = (float) (q[s + 4] & 63);
+    } else {
+        sc = (float) ((q[s + 4] & 0x0f) | ((q[s - 4] >> 6) << 4));
+        m = (float) ((q[s + 4] >> 4) | ((q[s] >> 6) << 4));
+    }
+}
+
+// Each 64 values take 32 bytes: the first 32 the low nibbles, the next 32 the high ones.
+__device__ __forceinline__ int nibble64(const u8 * qs, int j) {
+    const u8 q = qs[32 * (j / 64) + j % 32];
+    return (j % 64) < 32 ? (q & 0x0f) : (q >> 4);
+}
+
+__device__ __forceinline__ float q4_K_value(const block_q4_K & b, int j) {
+    float sc, m;
+    k4_scale_min(b.scales, j / 32, sc, m);
+    const float d = f16_to_f32(b.d) * sc;
+    const float min = f16_to_f32(b.dmin) * m;
+    return d * (float) nibble64(b.qs, j) - min;
+}
+
+__device__ __forceinline__ float q5_K_value(const block_q5_K & b, int j) {
+    float sc, m;
+    k4_scale_min(b.scales, j / 32, sc, m);
+    const float d = f16_to_f32(b.d) * sc;
+    const float min = f16_to_f32(b.dmin) * m;
+    // the fifth bit of value j is bit j / 32 of byte j % 32
+    const int q = nibble64(b.qs, j) | (((b.qh[j % 32] >> (j / 32)) & 1) << 4);
+    return d * (float) q - min;
+}
+
+// Q6_K: each 128 values take 64 bytes of `ql` and 32 of `qh`; quarter k (32 values) takes the
+// low (k < 2) or high nibbles of ql bytes 32 * (k % 2) .. and bits 2k of the qh bytes.
+__device__ __forceinline__ float q6_K_value(const block_q6_K & b, int j) {
+    const int half = j / 128, k = (j % 128) / 32, l = j % 32;
+    const u8 low = b.ql[64 * half + 32 * (k % 2) + l];
+    const int high = (b.qh[32 * half + l] >> (2 * k)) & 3;
+    const int q = ((k < 2 ? (low & 0x0f) : (low >> 4)) | (high << 4)) - 32;
+    return f16_to_f32(b.d) * (float) b.scales[j / 16] * (float) q;
+}
+
+__device__ __forceinline__ float iq4_xs_value(const block_iq4_xs & b, int j) {
+    const int s = j / 32;
+    const int ls = ((b.scales_l[s / 2] >> (4 * (s % 2))) & 0x0f) | (((b.scales_h >> (2 * s)) & 3) << 4);
+    const float dl = f16_to_f32(b.d) * (float) (ls - 32);
+    return dl * (float) iq4_levels[nibble32(b.qs + 16 * s, j % 32)];
+}
+
+// ---- any type by position --------------------------------------------------------------
+
+// The 32-value formats SET_ROWS and CPY quantize into.
 __device__ __forceinline__ bool is_block_type(int type) {
     return type == TYPE_Q4_0 || type == TYPE_Q4_1 || type == TYPE_Q5_0 || type == TYPE_Q5_1 || type == TYPE_Q8_0;
 }
 
-// Bytes of 32 consecutive values of a row: one block, or 32 elements of a plain type.
+// Bytes of 32 consecutive values of a row of a plain type or a 32-value format (the
+// super-block formats have no whole number of bytes per 32 values).
 __device__ __forceinline__ i64 group_bytes(int type) {
     switch (type) {
         case TYPE_Q4_0: return sizeof(block_q4_0);
@@ -258,21 +442,71 @@ __device__ __forceinline__ i64 group_bytes(int type) {
         case TYPE_Q5_0: return sizeof(block_q5_0);
         case TYPE_Q5_1: return sizeof(block_q5_1);
         case TYPE_Q8_0: return sizeof(block_q8_0);
+        case TYPE_IQ4_NL: return sizeof(block_iq4_nl);
+        case TYPE_MXFP4: return sizeof(block_mxfp4);
         case TYPE_F16:
         case TYPE_BF16: return 64;
         default: return 128;
     }
 }
 
-// Value `i` of a row of `type` starting at `row` (a block type's row is whole blocks).
+// Value `j` of block `b` of a row of `type` (a plain type's "block" is one element).
+#define BLOCK_VALUE(T, f, row, b, j) f(((const T *) (row))[b], j)
+
+// Value `i` of a row of `type` starting at `row`; a block type's row is whole blocks.
 __device__ __forceinline__ float row_value(int type, const char * row, i64 i) {
+    const int j32 = (int) (i % 32), j256 = (int) (i % QK_K);
+    const i64 b32 = i / 32, b256 = i / QK_K;
     switch (type) {
-        case TYPE_Q4_0: return q4_0_value(((const block_q4_0 *) row)[i / 32], (int) (i % 32));
-        case TYPE_Q4_1: return q4_1_value(((const block_q4_1 *) row)[i / 32], (int) (i % 32));
-        case TYPE_Q5_0: return q5_0_value(((const block_q5_0 *) row)[i / 32], (int) (i % 32));
-        case TYPE_Q5_1: return q5_1_value(((const block_q5_1 *) row)[i / 32], (int) (i % 32));
-        case TYPE_Q8_0: return q8_0_value(((const block_q8_0 *) row)[i / 32], (int) (i % 32));
+        case TYPE_Q4_0: return BLOCK_VALUE(block_q4_0, q4_0_value, row, b32, j32);
+        case TYPE_Q4_1: return BLOCK_VALUE(block_q4_1, q4_1_value, row, b32, j32);
+        case TYPE_Q5_0: return BLOCK_VALUE(block_q5_0, q5_0_value, row, b32, j32);
+        case TYPE_Q5_1: return BLOCK_VALUE(block_q5_1, q5_1_value, row, b32, j32);
+        case TYPE_Q8_0: return BLOCK_VALUE(block_q8_0, q8_0_value, row, b32, j32);
+        case TYPE_IQ4_NL: return BLOCK_VALUE(block_iq4_nl, iq4_nl_value, row, b32, j32);
+        case TYPE_MXFP4: return BLOCK_VALUE(block_mxfp4, mxfp4_value, row, b32, j32);
+        case TYPE_Q2_K: return BLOCK_VALUE(block_q2_K, q2_K_value, row, b256, j256);
+        case TYPE_Q3_K: return BLOCK_VALUE(block_q3_K, q3_K_value, row, b256, j256);
+        case TYPE_Q4_K: return BLOCK_VALUE(block_q4_K, q4_K_value, row, b256, j256);
+        case TYPE_Q5_K: return BLOCK_VALUE(block_q5_K, q5_K_value, row, b256, j256);
+        case TYPE_Q6_K: return BLOCK_VALUE(block_q6_K, q6_K_value, row, b256, j256);
+        case TYPE_IQ4_XS: return BLOCK_VALUE(block_iq4_xs, iq4_xs_value, row, b256, j256);
         default: return load_as(type, row + i * (group_bytes(type) / 32));
+    }
+}
+
+// Values 32g .. 32g + 31 of a row of `type` into `v` (row lengths are multiples of 32).
+#define GROUP_VALUES(T, f, per_block)                                  \
+    do {                                                               \
+        const T & b = ((const T *) row)[g / ((per_block) / 32)];       \
+        const int first = (int) (32 * (g % ((per_block) / 32)));       \
+        for (int j = 0; j < 32; ++j) v[j] = f(b, first + j);           \
+    } while (0)
+
+__device__ __forceinline__ void group_values(int type, const char * row, i64 g, float v[32]) {
+    switch (type) {
+        case TYPE_Q4_0: GROUP_VALUES(block_q4_0, q4_0_value, 32); break;
+        case TYPE_Q4_1: GROUP_VALUES(block_q4_1, q4_1_value, 32); break;
+        case TYPE_Q5_0: GROUP_VALUES(block_q5_0, q5_0_value, 32); break;
+        case TYPE_Q5_1: GROUP_VALUES(block_q5_1, q5_1_value, 32); break;
+        case TYPE_Q8_0: GROUP_VALUES(block_q8_0, q8_0_value, 32); break;
+        case TYPE_IQ4_NL: GROUP_VALUES(block_iq4_nl, iq4_nl_value, 32); break;
+        case TYPE_MXFP4: GROUP_VALUES(block_mxfp4, mxfp4_value, 32); break;
+        case TYPE_Q2_K: GROUP_VALUES(block_q2_K, q2_K_value, QK_K); break;
+        case TYPE_Q3_K: GROUP_VALUES(block_q3_K, q3_K_value, QK_K); break;
+        case TYPE_Q4_K: GROUP_VALUES(block_q4_K, q4_K_value, QK_K); break;
+        case TYPE_Q5_K: GROUP_VALUES(block_q5_K, q5_K_value, QK_K); break;
+        case TYPE_Q6_K: GROUP_VALUES(block_q6_K, q6_K_value, QK_K); break;
+        case TYPE_IQ4_XS: GROUP_VALUES(block_iq4_xs, iq4_xs_value, QK_K); break;
+        case TYPE_F16:
+            for (int j = 0; j < 32; ++j) v[j] = load_f16(row + 2 * (32 * g + j));
+            break;
+        case TYPE_BF16:
+            for (int j = 0; j < 32; ++j) v[j] = load_bf16(row + 2 * (32 * g + j));
+            break;
+        default:
+            for (int j = 0; j < 32; ++j) v[j] = load_f32(row + 4 * (32 * g + j));
+            break;
     }
 }
 
