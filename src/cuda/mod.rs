@@ -3,6 +3,7 @@
 //! the backend drives (`gpu`) and, with the `cuda-emulator` feature, the emulated device that
 //! runs the same sources on the CPU.
 
+pub mod driver;
 #[cfg(feature = "cuda-emulator")]
 pub mod emulator;
 pub mod gpu;
