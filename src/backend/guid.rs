@@ -3,6 +3,7 @@
 
 use std::cell::UnsafeCell;
 
+use super::backend::BackendPtr;
 use super::interface::GuidPtr;
 
 /// A GUID defined as a `static`. C receives a mutable pointer to it (the struct field is
@@ -22,9 +23,10 @@ impl StaticGuid {
         self.0.get()
     }
 
-    /// Whether `guid` (null or 16 readable bytes, as a backend's field is) names this GUID.
-    pub fn matches(&'static self, guid: GuidPtr) -> bool {
-        // SAFETY: the caller's contract; our own bytes are never written.
+    /// Whether `backend` is of the kind this GUID names.
+    pub fn names(&'static self, backend: BackendPtr) -> bool {
+        let guid = backend.guid();
+        // SAFETY: a live backend's GUID is null or 16 readable bytes; ours are never written.
         !guid.is_null() && unsafe { *guid == *self.0.get() }
     }
 }
@@ -36,12 +38,25 @@ mod tests {
     static A: StaticGuid = StaticGuid::new([1; 16]);
     static B: StaticGuid = StaticGuid::new([2; 16]);
 
+    /// A backend of null pointers and empty table entries with the given GUID field.
+    fn backend_with(guid: GuidPtr) -> crate::backend::interface::Backend {
+        // SAFETY: every field of a backend may be null or empty; only the GUID is read.
+        let mut b: crate::backend::interface::Backend = unsafe { std::mem::zeroed() };
+        b.guid = guid;
+        b
+    }
+
     #[test]
-    fn a_guid_matches_only_its_bytes() {
-        assert!(A.matches(A.as_ptr()));
-        assert!(!A.matches(B.as_ptr()));
-        let mut copy = [1u8; 16];
-        assert!(A.matches(&mut copy));
-        assert!(!A.matches(std::ptr::null_mut()));
+    fn a_guid_names_only_backends_with_its_bytes() {
+        let (mut same, mut other) = ([1u8; 16], [1u8; 16]);
+        other[15] = 2;
+        for (guid, a, b) in
+            [(std::ptr::null_mut(), false, false), (&raw mut same, true, false), (&raw mut other, false, false)]
+        {
+            let mut backend = backend_with(guid);
+            // SAFETY: a local, live for the check.
+            let handle = unsafe { BackendPtr::from_raw(&raw mut backend) }.expect("a backend");
+            assert_eq!((A.names(handle), B.names(handle)), (a, b));
+        }
     }
 }

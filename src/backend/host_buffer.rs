@@ -158,11 +158,8 @@ pub unsafe extern "C" fn cpu_buffer_type_alloc_buffer(buft: *mut BufferType, siz
     BufferPtr::new(buft, CPU_BUFFER_IFACE, data, size).as_ptr()
 }
 
-unsafe extern "C" fn cpu_buffer_type_get_alignment(_buft: *mut BufferType) -> usize {
-    TENSOR_ALIGNMENT
-}
-
-unsafe extern "C" fn cpu_buffer_type_is_host(_buft: *mut BufferType) -> bool {
+/// Whether a buffer type is host memory: yes, as an entry of a host buffer type's table.
+pub extern "C" fn cpu_buffer_type_is_host(_buft: *mut BufferType) -> bool {
     true
 }
 
@@ -170,7 +167,7 @@ static CPU_BUFFER_TYPE: StaticBufferType = StaticBufferType::new(
     BufferTypeInterface {
         get_name: Some(cpu_buffer_type_get_name),
         alloc_buffer: Some(cpu_buffer_type_alloc_buffer),
-        get_alignment: Some(cpu_buffer_type_get_alignment),
+        get_alignment: Some(host_alignment),
         get_max_size: None,
         get_alloc_size: None,
         is_host: Some(cpu_buffer_type_is_host),
@@ -182,13 +179,31 @@ static CPU_MAPPED_BUFFER_TYPE: StaticBufferType = StaticBufferType::new(
     BufferTypeInterface {
         get_name: Some(cpu_mapped_buffer_type_get_name),
         alloc_buffer: Some(cpu_buffer_type_alloc_buffer),
-        get_alignment: Some(cpu_buffer_type_get_alignment),
+        get_alignment: Some(host_alignment),
         get_max_size: None,
         get_alloc_size: None,
         is_host: Some(cpu_buffer_type_is_host),
     },
     std::ptr::null_mut(),
 );
+
+/// A buffer of type `buft` over `size` bytes of host memory at `ptr` that another library
+/// allocated (a device backend's page-locked memory, say): the CPU buffer's operations, with
+/// `free` releasing the memory when the buffer is freed. `free` finds the memory as the
+/// buffer's `context`.
+pub fn host_buffer_freed_by(
+    buft: *mut BufferType,
+    ptr: *mut c_void,
+    size: usize,
+    free: unsafe extern "C" fn(*mut Buffer),
+) -> BufferPtr {
+    BufferPtr::new(buft, BufferInterface { free_buffer: Some(free), ..CPU_BUFFER_IFACE }, ptr, size)
+}
+
+/// The alignment of tensor data in host buffers, as an entry of a buffer type's table.
+pub extern "C" fn host_alignment(_buft: *mut BufferType) -> usize {
+    TENSOR_ALIGNMENT
+}
 
 /// The "CPU" buffer type: host memory, 32-byte aligned tensors, no size limit.
 pub fn cpu_buffer_type() -> BufferTypePtr {

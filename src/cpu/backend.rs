@@ -304,7 +304,7 @@ pub fn init() -> BackendPtr {
 
 /// `ggml_backend_is_cpu`: whether `backend` is a CPU backend.
 pub fn is_cpu(backend: BackendPtr) -> bool {
-    CPU_GUID.matches(backend.guid())
+    CPU_GUID.names(backend)
 }
 
 // ---------------------------------------------------------------------------------------------

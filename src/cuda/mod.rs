@@ -3,9 +3,19 @@
 //! the backend drives (`gpu`) and, with the `cuda-emulator` feature, the emulated device that
 //! runs the same sources on the CPU.
 
+pub mod backend;
+pub mod buffer;
+pub mod device;
 pub mod driver;
 #[cfg(feature = "cuda-emulator")]
 pub mod emulator;
 pub mod gpu;
+pub mod gpus;
+pub mod host_buffer;
+mod ops;
+pub mod registry;
 pub mod shape;
 pub mod sources;
+
+#[cfg(all(test, feature = "cuda-emulator"))]
+mod tests;

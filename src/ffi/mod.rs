@@ -13,6 +13,7 @@ pub mod context;
 pub mod cpu;
 pub mod cpu_kernels;
 pub mod critical_section;
+pub mod cuda;
 pub mod diagnostics;
 pub mod file;
 pub mod gguf;

@@ -59,7 +59,7 @@ pub fn init(endpoint: &str, index: u32) -> Option<*mut Backend> {
 
 /// `ggml_backend_is_rpc`.
 pub fn is_rpc(backend: BackendPtr) -> bool {
-    GUID.matches(backend.guid())
+    GUID.names(backend)
 }
 
 /// # Safety

@@ -1,0 +1,174 @@
+//! The CUDA backend on the emulated device, through the same tables a C program uses: the
+//! registry and device, buffers and their data operations, and graphs computed node by node
+//! against the CPU.
+
+use std::ffi::CStr;
+
+use crate::backend::backend::BackendPtr;
+use crate::backend::buffer::{BufferTypePtr, tensor_get, tensor_memset, tensor_set};
+use crate::backend::device::DevicePtr;
+use crate::backend::interface::DevType;
+use crate::backend::tallocr::alloc_ctx_tensors;
+use crate::core::context::{Context, InitParams};
+use crate::core::graph::cgraph::new_graph_custom;
+use crate::core::op::{GluOp, UnaryOp};
+use crate::core::ops;
+use crate::core::status::Status;
+use crate::core::tensor::TensorPtr;
+use crate::core::types::Type;
+use crate::cpu::kernels::testing::{Rng, ctx, nmse, random, values};
+use crate::cuda::{buffer, registry};
+
+fn device() -> DevicePtr {
+    let reg = registry::listed().expect("the emulated GPU is listed");
+    assert_eq!(reg.dev_count(), 1);
+    // SAFETY: the registry's devices live for the process.
+    unsafe { DevicePtr::from_raw(reg.dev_get(0)) }.expect("a device")
+}
+
+#[test]
+fn the_emulated_gpu_is_cuda0() {
+    let dev = device();
+    assert_eq!(registry::reg().name_lossy(), "CUDA");
+    assert_eq!(dev.name_lossy(), "CUDA0");
+    // SAFETY: descriptions are C strings of the device.
+    let description = unsafe { CStr::from_ptr(dev.description()) }.to_string_lossy().into_owned();
+    assert!(description.contains("emulator"), "{description}");
+    let props = dev.props();
+    assert_eq!(props.type_, DevType::GPU);
+    // SAFETY: as above.
+    assert_eq!(unsafe { CStr::from_ptr(props.device_id) }, c"0000:00:00.0");
+    assert!(props.caps.async_ && props.caps.events && props.caps.host_buffer);
+    assert!(props.memory_total > 0 && props.memory_free <= props.memory_total);
+
+    let buft = dev.buffer_type_handle();
+    assert_eq!(buft.name_lossy(), "CUDA0");
+    assert_eq!(buft.alignment(), 128);
+    assert!(!buft.is_host());
+    let host = dev.host_buffer_type().expect("a host buffer type");
+    assert_eq!(host.name_lossy(), "CUDA_Host");
+    assert!(host.is_host());
+}
+
+#[test]
+fn quantized_rows_are_padded_to_512_values() {
+    let mut c = ctx();
+    let q = c.new_tensor(Type::Q4_0, &[96, 3]);
+    assert_eq!(buffer::alloc_size(&q), q.nbytes() + Type::Q4_0.row_size(512 - 96));
+    let f = c.new_tensor(Type::F16, &[96, 3]);
+    assert_eq!(buffer::alloc_size(&f), f.nbytes());
+}
+
+#[test]
+fn buffers_hold_what_is_written_and_pad_with_zeros() {
+    let buft: BufferTypePtr = device().buffer_type_handle();
+    let mut c = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
+    let a = c.new_tensor(Type::F32, &[100]);
+    let b = c.new_tensor(Type::F32, &[100]);
+    let q = c.new_tensor(Type::Q8_0, &[64, 2]);
+    let buf = alloc_ctx_tensors(&c, buft).expect("a buffer");
+    let bytes: Vec<u8> = (0..400).map(|i| i as u8).collect();
+    tensor_set(a, &bytes, 0);
+    let mut back = vec![0u8; 400];
+    tensor_get(a, &mut back, 0);
+    assert_eq!(back, bytes);
+    tensor_memset(a, 9, 100, 50);
+    tensor_get(a, &mut back, 0);
+    assert!(back[100..150].iter().all(|&x| x == 9) && back[150] == 150);
+    // a copy between two tensors of device memory stays on the device
+    crate::backend::buffer::tensor_copy(a, b);
+    let mut copied = vec![0u8; 400];
+    tensor_get(b, &mut copied, 0);
+    assert_eq!(copied, back);
+    // the padding after the quantized rows was zeroed when the tensor was placed
+    let padded = buffer::alloc_size(&q);
+    // SAFETY: emulated device memory is host memory; the tensor was given `padded` bytes.
+    let tail = unsafe { std::slice::from_raw_parts(q.data.cast::<u8>().add(q.nbytes()), padded - q.nbytes()) };
+    assert!(tail.iter().all(|&x| x == 0));
+    buf.free();
+}
+
+/// The tensors of a small transformer block: inputs, weights and the graph's result.
+struct Block {
+    x: TensorPtr,
+    g: TensorPtr,
+    w: TensorPtr,
+    pos: TensorPtr,
+    roped: TensorPtr,
+    out: TensorPtr,
+}
+
+const EMBD: i64 = 128;
+const TOKENS: i64 = 9;
+const HEADS: i64 = 4;
+
+/// rms_norm, a Q8_0 product, SwiGLU, a residual, NeoX RoPE, soft_max, SiLU and row sums.
+fn block(c: &mut Context) -> Block {
+    let x = c.new_tensor(Type::F32, &[EMBD, TOKENS]);
+    let g = c.new_tensor(Type::F32, &[EMBD]);
+    let w = c.new_tensor(Type::Q8_0, &[EMBD, 2 * EMBD]);
+    let pos = c.new_tensor(Type::I32, &[TOKENS]);
+    let n = ops::norm::rms_norm(c, x, 1e-5);
+    let n = ops::elementwise::mul(c, n, g);
+    let h = ops::matmul::mul_mat(c, w, n);
+    let a = ops::glu::glu(c, h, GluOp::SWIGLU, false);
+    let a = ops::elementwise::add(c, a, x);
+    let r = ops::shape::reshape_3d(c, a, EMBD / HEADS, HEADS, TOKENS);
+    let mut p = ops::rope::RopeParams::new((EMBD / HEADS) as i32, ops::rope::rope_type::NEOX);
+    (p.n_ctx_orig, p.freq_base, p.freq_scale) = (4096, 10000.0, 1.0);
+    let roped = ops::rope::rope_ext(c, r, pos, None, &p);
+    let s = ops::softmax::soft_max_ext(c, roped, None, 0.125, 0.0);
+    let s = ops::unary::unary(c, s, UnaryOp::SILU);
+    let out = ops::reduce::sum_rows(c, s);
+    Block { x, g, w, pos, roped, out }
+}
+
+/// The bytes of a tensor in host memory.
+fn bytes(t: TensorPtr) -> Vec<u8> {
+    // SAFETY: a tensor of a context with memory, `nbytes` from its data.
+    unsafe { std::slice::from_raw_parts(t.data.cast::<u8>(), t.nbytes()) }.to_vec()
+}
+
+#[test]
+fn a_transformer_block_computes_as_on_the_cpu() {
+    // on the CPU, from random inputs and weights quantized there
+    let mut c = ctx();
+    let mut rng = Rng::new(1);
+    let cpu = block(&mut c);
+    random(cpu.x, &mut rng, -1.0, 1.0);
+    random(cpu.g, &mut rng, 0.5, 1.5);
+    let plain = c.new_tensor(Type::F32, &[EMBD, 2 * EMBD]);
+    random(plain, &mut rng, -0.2, 0.2);
+    let positions: Vec<u8> = (0..TOKENS as i32).flat_map(|i| (3 * i).to_ne_bytes()).collect();
+    // SAFETY: pos holds TOKENS I32 values in host memory.
+    unsafe { std::ptr::copy_nonoverlapping(positions.as_ptr(), cpu.pos.data.cast::<u8>(), positions.len()) };
+    let graph = new_graph_custom(&mut c, 64, false);
+    graph.get_mut().build_forward_expand(ops::shape::cpy(&mut c, plain, cpu.w));
+    graph.get_mut().build_forward_expand(cpu.out);
+    assert_eq!(crate::cpu::api::graph_compute_with_ctx(&mut c, &graph, 2), Status::SUCCESS);
+
+    // the same block in device memory, computed by a CUDA backend
+    let mut d = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
+    let dev = block(&mut d);
+    let buf = alloc_ctx_tensors(&d, device().buffer_type_handle()).expect("a device buffer");
+    for (from, to) in [(cpu.x, dev.x), (cpu.g, dev.g), (cpu.w, dev.w), (cpu.pos, dev.pos)] {
+        tensor_set(to, &bytes(from), 0);
+    }
+    let graph = new_graph_custom(&mut d, 64, false);
+    graph.get_mut().build_forward_expand(dev.out);
+    // SAFETY: the device's backend is live until freed below.
+    let cuda = unsafe { BackendPtr::from_raw(device().init_backend(None)) }.expect("a CUDA backend");
+    assert!(crate::cuda::backend::is_cuda(cuda));
+    assert_eq!(cuda.graph_compute(graph.get_mut()), Status::SUCCESS);
+    // the CPU rounds the product's activations to Q8_0, the device does not
+    for (want, got, limit) in [(cpu.roped, dev.roped, 1e-4), (cpu.out, dev.out, 1e-6)] {
+        let mut raw = vec![0u8; got.nbytes()];
+        tensor_get(got, &mut raw, 0);
+        let floats: Vec<f64> =
+            raw.chunks_exact(4).map(|c| f64::from(f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))).collect();
+        let err = nmse(&floats, &values(want));
+        assert!(err < limit, "{}: nmse {err:e}", want.op.name());
+    }
+    cuda.free();
+    buf.free();
+}

@@ -1,0 +1,97 @@
+//! `ggml-cuda.h`: backends, buffer types and the registry of the CUDA devices. On a machine
+//! without a GPU (or without the driver) every function answers as for zero devices: no
+//! abort, NULL with the reason logged where a device was asked for.
+
+use std::ffi::{c_char, c_int, c_void};
+
+use crate::backend::backend::BackendPtr;
+use crate::backend::interface::{Backend, BufferType, Reg};
+use crate::cuda::{backend, device, gpus, host_buffer, registry};
+use crate::ffi::handle::opt_arg;
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cuda_init(device: c_int) -> *mut Backend {
+    let Some(index) = registry::device_at(device, "ggml_backend_cuda_init").map(|_| device as usize) else {
+        return std::ptr::null_mut();
+    };
+    backend::init(index).unwrap_or(std::ptr::null_mut())
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_is_cuda(b: *mut Backend) -> bool {
+    // SAFETY: a non-null backend handle points to a live backend (ggml's contract).
+    unsafe { opt_arg!(b) }.is_some_and(|b: BackendPtr| backend::is_cuda(b))
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cuda_buffer_type(device: c_int) -> *mut BufferType {
+    registry::device_at(device, "ggml_backend_cuda_buffer_type")
+        // SAFETY: the registry's devices are ours.
+        .map_or(std::ptr::null_mut(), |d| unsafe { device::context(d) }.buffer_type)
+}
+
+/// NULL when there is no GPU: its buffers would have no device to serve (ggml asserts here).
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cuda_host_buffer_type() -> *mut BufferType {
+    if gpus::all().is_empty() {
+        crate::log_error!("ggml_backend_cuda_host_buffer_type: no CUDA device\n");
+        return std::ptr::null_mut();
+    }
+    host_buffer::buffer_type().as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cuda_get_device_count() -> c_int {
+    registry::devices().len() as c_int
+}
+
+/// Writes the device's name, cut to fit and NUL-terminated, as snprintf would; an empty
+/// string for a device that does not exist.
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cuda_get_device_description(device: c_int, description: *mut c_char, size: usize) {
+    if description.is_null() || size == 0 {
+        return;
+    }
+    let name = registry::device_at(device, "ggml_backend_cuda_get_device_description")
+        .and_then(|_| gpus::get(device as usize))
+        .map_or(String::new(), |g| g.info().name.clone());
+    let n = name.len().min(size - 1);
+    // SAFETY: the caller's buffer holds `size` bytes (the API's contract); n < size.
+    unsafe {
+        std::ptr::copy_nonoverlapping(name.as_ptr(), description.cast::<u8>(), n);
+        *description.add(n) = 0;
+    }
+}
+
+/// Zeros for a device that does not exist.
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cuda_get_device_memory(device: c_int, free: *mut usize, total: *mut usize) {
+    if free.is_null() || total.is_null() {
+        crate::ggml_abort!("NULL free or total passed to ggml_backend_cuda_get_device_memory");
+    }
+    let (f, t) = registry::device_at(device, "ggml_backend_cuda_get_device_memory")
+        .and_then(|_| gpus::get(device as usize))
+        .map_or((0, 0), |g| device::memory(g.as_ref()));
+    // SAFETY: both out-pointers are non-null and, by the API's contract, writable.
+    unsafe {
+        *free = f;
+        *total = t;
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cuda_register_host_buffer(buffer: *mut c_void, size: usize) -> bool {
+    // SAFETY: the caller's memory stays valid until it unregisters it (the API's contract).
+    unsafe { host_buffer::register(buffer, size) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cuda_unregister_host_buffer(buffer: *mut c_void) {
+    // SAFETY: the caller registered `buffer` before (the API's contract).
+    unsafe { host_buffer::unregister(buffer) }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn ggml_backend_cuda_reg() -> *mut Reg {
+    registry::reg().as_ptr()
+}
