@@ -96,9 +96,10 @@ set(GGML_LIBRARY "${GGML_LIB_DIR}/libggml.so")
 set(GGML_BASE_LIBRARY "${GGML_LIB_DIR}/libggml-base.so")
 set(GGML_CPU_LIBRARY "${GGML_LIB_DIR}/libggml-cpu.so")
 set(GGML_RPC_LIBRARY "${GGML_LIB_DIR}/libggml-rpc.so")
+set(GGML_CUDA_LIBRARY "${GGML_LIB_DIR}/libggml-cuda.so")
 
 if(NOT TARGET ggml::ggml)
-  foreach(_ggml_lib ggml ggml-base ggml-cpu ggml-rpc)
+  foreach(_ggml_lib ggml ggml-base ggml-cpu ggml-rpc ggml-cuda)
     if(NOT EXISTS "${GGML_LIB_DIR}/lib${_ggml_lib}.so.0")
       set(ggml_FOUND FALSE)
       set(ggml_NOT_FOUND_MESSAGE "${GGML_LIB_DIR}/lib${_ggml_lib}.so.0 is missing")
@@ -140,6 +141,17 @@ if(NOT TARGET ggml::ggml)
       INTERFACE_INCLUDE_DIRECTORIES "${GGML_INCLUDE_DIR}"
       INTERFACE_LINK_LIBRARIES "ggml::ggml-base")
   message(STATUS "Found ${GGML_LIB_DIR}/libggml-rpc.so.0")
+
+  # ggml-cuda.h's functions; the backend finds the driver at run time and lists no device
+  # where there is none. Not yet among GGML_AVAILABLE_BACKENDS: its op set is still growing.
+  add_library(ggml::ggml-cuda SHARED IMPORTED)
+  set_target_properties(ggml::ggml-cuda
+    PROPERTIES
+      IMPORTED_LOCATION "${GGML_LIB_DIR}/libggml-cuda.so.0"
+      IMPORTED_SONAME "libggml-cuda.so.0"
+      INTERFACE_INCLUDE_DIRECTORIES "${GGML_INCLUDE_DIR}"
+      INTERFACE_LINK_LIBRARIES "ggml::ggml-base")
+  message(STATUS "Found ${GGML_LIB_DIR}/libggml-cuda.so.0")
 
   add_library(ggml::all INTERFACE IMPORTED)
   set_target_properties(ggml::all

@@ -27,8 +27,11 @@ fn find() -> Vec<Arc<dyn Gpu>> {
 fn find() -> Vec<Arc<dyn Gpu>> {
     match super::driver::gpus() {
         Ok(gpus) => gpus,
+        // a machine without the driver library is a CPU machine: nothing to report there,
+        // as a build without CUDA reports nothing (a request for a device says there is none)
+        Err(e) if e.call == "dlopen" => Vec::new(),
         Err(e) => {
-            crate::log_info!("ggml_cuda_init: failed to initialize CUDA: {}\n", e);
+            crate::log_warn!("ggml_cuda_init: failed to initialize CUDA: {}\n", e);
             Vec::new()
         }
     }
