@@ -24,7 +24,7 @@ struct BackendContext {
     name: CString,
     /// Marks the end of a copy to another backend's stream, which waits for it (made on the
     /// first such copy).
-    copy_event: OnceLock<gpu::Event>,
+    copy_event: OnceLock<gpu::GpuEvent>,
 }
 
 const INTERFACE: BackendInterface = BackendInterface {
@@ -80,7 +80,7 @@ unsafe fn context<'a>(backend: *mut Backend) -> &'a BackendContext {
 }
 
 /// Aborts when a call queued by one of ggml's functions without a result failed.
-fn check(result: gpu::Result<()>, ctx: &BackendContext, what: &str) {
+fn check(result: gpu::GpuResult<()>, ctx: &BackendContext, what: &str) {
     if let Err(e) = result {
         crate::ggml_abort!("{}: CUDA error in {}: {}", ctx.name.to_string_lossy(), what, e);
     }

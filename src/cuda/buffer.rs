@@ -136,14 +136,14 @@ unsafe fn ours<'a>(buffer: *mut Buffer) -> &'a BufferContext {
 
 /// Aborts with `what` when a GPU call failed: ggml's buffer calls have no way to report it,
 /// and going on would compute with data that is not there.
-fn check(result: super::gpu::Result<()>, what: &str) {
+fn check(result: super::gpu::GpuResult<()>, what: &str) {
     if let Err(e) = result {
         crate::ggml_abort!("CUDA error in {}: {}", what, e);
     }
 }
 
 /// Runs `op` on the default stream of `gpu` and waits for it.
-fn on_default_stream(gpu: &dyn Gpu, what: &str, op: impl FnOnce(&dyn Gpu) -> super::gpu::Result<()>) {
+fn on_default_stream(gpu: &dyn Gpu, what: &str, op: impl FnOnce(&dyn Gpu) -> super::gpu::GpuResult<()>) {
     check(op(gpu).and_then(|()| gpu.synchronize(Stream::DEFAULT)), what);
 }
 

@@ -173,9 +173,9 @@ unsafe extern "C" fn event_new(dev: *mut Device) -> *mut Event {
 ///
 /// # Safety
 /// `event` came from [`event_new`] and is live.
-pub unsafe fn event_handle(event: *mut Event) -> gpu::Event {
+pub unsafe fn event_handle(event: *mut Event) -> gpu::GpuEvent {
     // SAFETY: the caller's contract.
-    gpu::Event(unsafe { (*event).context } as usize)
+    gpu::GpuEvent(unsafe { (*event).context } as usize)
 }
 
 unsafe extern "C" fn event_free(dev: *mut Device, event: *mut Event) {

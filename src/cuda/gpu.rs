@@ -26,7 +26,7 @@ impl Stream {
 
 /// A point in a stream's work that other streams and the host can wait for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Event(pub usize);
+pub struct GpuEvent(pub usize);
 
 /// A kernel ready to launch on this GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +51,9 @@ impl fmt::Display for Error {
     }
 }
 
-pub type Result<T> = std::result::Result<T, Error>;
+/// What a GPU call gives: its value or what failed. (Not named `Result`: the signature check
+/// reads the crate as one file, where that name would shadow std's.)
+pub type GpuResult<T> = std::result::Result<T, Error>;
 
 /// What a device is, asked once when it is found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,15 +123,15 @@ pub trait Gpu: Send + Sync {
     fn info(&self) -> &Info;
 
     /// `(free, total)` bytes of device memory.
-    fn memory(&self) -> Result<(usize, usize)>;
+    fn memory(&self) -> GpuResult<(usize, usize)>;
 
-    fn alloc(&self, bytes: usize) -> Result<DevicePtr>;
+    fn alloc(&self, bytes: usize) -> GpuResult<DevicePtr>;
     /// # Safety
     /// `ptr` came from [`Gpu::alloc`] and no queued work uses it any more.
     unsafe fn free(&self, ptr: DevicePtr);
 
     /// Page-locked host memory, which copies can read and write without staging.
-    fn alloc_host(&self, bytes: usize) -> Result<*mut u8>;
+    fn alloc_host(&self, bytes: usize) -> GpuResult<*mut u8>;
     /// # Safety
     /// `ptr` came from [`Gpu::alloc_host`] and no queued work uses it any more.
     unsafe fn free_host(&self, ptr: *mut u8);
@@ -137,47 +139,47 @@ pub trait Gpu: Send + Sync {
     ///
     /// # Safety
     /// `ptr` is valid for `bytes` bytes until it is unregistered.
-    unsafe fn register_host(&self, ptr: *mut u8, bytes: usize) -> Result<()>;
+    unsafe fn register_host(&self, ptr: *mut u8, bytes: usize) -> GpuResult<()>;
     /// # Safety
     /// `ptr` was registered by [`Gpu::register_host`].
     unsafe fn unregister_host(&self, ptr: *mut u8);
 
-    fn stream_new(&self) -> Result<Stream>;
+    fn stream_new(&self) -> GpuResult<Stream>;
     /// # Safety
     /// `stream` came from [`Gpu::stream_new`] and is not used again.
     unsafe fn stream_free(&self, stream: Stream);
     /// Waits until everything queued on `stream` has finished.
-    fn synchronize(&self, stream: Stream) -> Result<()>;
+    fn synchronize(&self, stream: Stream) -> GpuResult<()>;
 
     /// # Safety
     /// `src` is readable for `bytes` bytes and `dst` is device memory of that size, both until
     /// the stream has done the copy.
-    unsafe fn upload(&self, stream: Stream, dst: DevicePtr, src: *const u8, bytes: usize) -> Result<()>;
+    unsafe fn upload(&self, stream: Stream, dst: DevicePtr, src: *const u8, bytes: usize) -> GpuResult<()>;
     /// # Safety
     /// As [`Gpu::upload`], with `dst` host memory writable for `bytes` bytes.
-    unsafe fn download(&self, stream: Stream, dst: *mut u8, src: DevicePtr, bytes: usize) -> Result<()>;
+    unsafe fn download(&self, stream: Stream, dst: *mut u8, src: DevicePtr, bytes: usize) -> GpuResult<()>;
     /// A copy within this GPU's memory or from a peer's (addresses are unified).
     ///
     /// # Safety
     /// Both ranges are device memory of `bytes` bytes.
-    unsafe fn copy(&self, stream: Stream, dst: DevicePtr, src: DevicePtr, bytes: usize) -> Result<()>;
+    unsafe fn copy(&self, stream: Stream, dst: DevicePtr, src: DevicePtr, bytes: usize) -> GpuResult<()>;
     /// # Safety
     /// `dst` is device memory of `bytes` bytes.
-    unsafe fn memset(&self, stream: Stream, dst: DevicePtr, value: u8, bytes: usize) -> Result<()>;
+    unsafe fn memset(&self, stream: Stream, dst: DevicePtr, value: u8, bytes: usize) -> GpuResult<()>;
 
-    fn event_new(&self) -> Result<Event>;
+    fn event_new(&self) -> GpuResult<GpuEvent>;
     /// # Safety
     /// `event` came from [`Gpu::event_new`] and is not used again.
-    unsafe fn event_free(&self, event: Event);
+    unsafe fn event_free(&self, event: GpuEvent);
     /// Marks the point in `stream` that `event` stands for.
-    fn event_record(&self, event: Event, stream: Stream) -> Result<()>;
+    fn event_record(&self, event: GpuEvent, stream: Stream) -> GpuResult<()>;
     /// Makes work queued on `stream` after this call wait for `event`.
-    fn stream_wait(&self, stream: Stream, event: Event) -> Result<()>;
+    fn stream_wait(&self, stream: Stream, event: GpuEvent) -> GpuResult<()>;
     /// Waits on the host until `event` has happened.
-    fn event_synchronize(&self, event: Event) -> Result<()>;
+    fn event_synchronize(&self, event: GpuEvent) -> GpuResult<()>;
 
     /// The kernel, compiled for this GPU on first use.
-    fn function(&self, kernel: Kernel) -> Result<Function>;
+    fn function(&self, kernel: Kernel) -> GpuResult<Function>;
     /// Queues `function` on `grid` blocks of `block` threads.
     ///
     /// # Safety
@@ -190,11 +192,11 @@ pub trait Gpu: Send + Sync {
         grid: [u32; 3],
         block: [u32; 3],
         args: &mut [*mut c_void],
-    ) -> Result<()>;
+    ) -> GpuResult<()>;
 
     /// Queues a batch of products with cuBLAS's semantics.
     ///
     /// # Safety
     /// Every matrix the description names lies in device memory.
-    unsafe fn gemm(&self, stream: Stream, gemm: &Gemm) -> Result<()>;
+    unsafe fn gemm(&self, stream: Stream, gemm: &Gemm) -> GpuResult<()>;
 }

@@ -13,7 +13,7 @@ use cudarc::cublas::sys::{
 };
 
 use super::library::{Library, function};
-use crate::cuda::gpu::{DevicePtr, Error, Gemm, GemmType, Result};
+use crate::cuda::gpu::{DevicePtr, Error, Gemm, GemmType, GpuResult};
 
 /// Every cuBLAS function we call, checked present before the first call.
 pub const SYMBOLS: &[&str] =
@@ -86,7 +86,7 @@ impl Blas {
     }
 
     /// The first usable cuBLAS of `candidates` whose major version is at most `max_major`.
-    pub fn find<S: AsRef<str>>(candidates: &[S], max_major: c_int) -> Result<Blas> {
+    pub fn find<S: AsRef<str>>(candidates: &[S], max_major: c_int) -> GpuResult<Blas> {
         let mut reasons = Vec::new();
         for name in candidates {
             match Blas::open(name.as_ref()) {
@@ -103,7 +103,7 @@ impl Blas {
     }
 
     /// A new handle. The caller's thread has the device's context current.
-    pub fn create(&self) -> Result<cublasHandle_t> {
+    pub fn create(&self) -> GpuResult<cublasHandle_t> {
         let mut handle: cublasHandle_t = std::ptr::null_mut();
         // SAFETY: a valid out-pointer.
         status("cublasCreate_v2", unsafe { (self.create)(&mut handle) })?;
@@ -122,7 +122,7 @@ impl Blas {
     /// # Safety
     /// Every matrix the description names lies in device memory; the device's context is
     /// current; `stream` is a stream of that context or null.
-    pub unsafe fn gemm(&self, handle: cublasHandle_t, stream: *mut c_void, g: &Gemm) -> Result<()> {
+    pub unsafe fn gemm(&self, handle: cublasHandle_t, stream: *mut c_void, g: &Gemm) -> GpuResult<()> {
         let args = Args::new(g)?;
         // SAFETY: a live handle and stream (the caller's contract).
         status("cublasSetStream_v2", unsafe { (self.set_stream)(handle, stream) })?;
@@ -177,7 +177,7 @@ struct Args {
 }
 
 impl Args {
-    fn new(g: &Gemm) -> Result<Args> {
+    fn new(g: &Gemm) -> GpuResult<Args> {
         if g.a_type != g.x_type {
             return Err(Error::new(
                 "cublasGemmStridedBatchedEx",
@@ -215,7 +215,7 @@ fn data_type(t: GemmType) -> cudaDataType {
     }
 }
 
-fn status(call: &'static str, rc: c_int) -> Result<()> {
+fn status(call: &'static str, rc: c_int) -> GpuResult<()> {
     let name = match rc {
         0 => return Ok(()),
         1 => "CUBLAS_STATUS_NOT_INITIALIZED",
@@ -233,8 +233,8 @@ fn status(call: &'static str, rc: c_int) -> Result<()> {
 }
 
 /// The process's cuBLAS for a driver of `driver_version`, found once.
-pub fn blas(driver_version: c_int) -> Result<&'static Blas> {
-    static BLAS: OnceLock<Result<Blas>> = OnceLock::new();
+pub fn blas(driver_version: c_int) -> GpuResult<&'static Blas> {
+    static BLAS: OnceLock<GpuResult<Blas>> = OnceLock::new();
     BLAS.get_or_init(|| Blas::find(&candidates(driver_version), driver_version / 1000)).as_ref().map_err(Clone::clone)
 }
 

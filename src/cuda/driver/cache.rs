@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::nvrtc::{Kind, Nvrtc, OPTIONS, Target};
-use crate::cuda::gpu::Result;
+use crate::cuda::gpu::GpuResult;
 use crate::cuda::sources::PRELUDE;
 
 /// The first bytes of every entry; the last byte is the format's version.
@@ -52,7 +52,7 @@ impl Cache {
 
     /// The binary of the kernel source `stem` for a device of compute capability `cc`: from
     /// the cache when it holds a sound entry and `fresh` is false, else compiled and stored.
-    pub fn compile(&self, nvrtc: &Nvrtc, stem: &str, source: &str, cc: u32, fresh: bool) -> Result<Compiled> {
+    pub fn compile(&self, nvrtc: &Nvrtc, stem: &str, source: &str, cc: u32, fresh: bool) -> GpuResult<Compiled> {
         let target = nvrtc.target(cc)?;
         let file = self.dir.as_ref().map(|d| d.join(entry_name(nvrtc, stem, source, cc, target)));
         if !fresh && let Some(image) = file.as_deref().and_then(|f| read(f, target.kind)) {

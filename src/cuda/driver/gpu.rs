@@ -1,7 +1,7 @@
 //! One CUDA device as a [`Gpu`], on its primary context. Every method makes that context
 //! current on the calling thread first (ggml calls from many threads; `cuCtxSetCurrent` is a
 //! thread-local store). Handles are the driver's own: a [`Stream`] is a `CUstream` (0 is the
-//! legacy default stream), an [`Event`] a `CUevent`, a [`Function`] a `CUfunction`.
+//! legacy default stream), an [`GpuEvent`] a `CUevent`, a [`Function`] a `CUfunction`.
 
 use std::collections::HashMap;
 use std::ffi::{CString, c_char, c_int, c_void};
@@ -12,7 +12,7 @@ use cudarc::driver::sys::{self, CUdevice_attribute};
 
 use super::cache::Cache;
 use super::{blas, check, nvrtc};
-use crate::cuda::gpu::{DevicePtr, Error, Event, Function, Gemm, Gpu, Info, Kernel, Result, Stream};
+use crate::cuda::gpu::{DevicePtr, Error, Function, Gemm, Gpu, GpuEvent, GpuResult, Info, Kernel, Stream};
 
 pub struct DriverGpu {
     info: Info,
@@ -42,13 +42,13 @@ fn stream(s: Stream) -> sys::CUstream {
     s.0 as sys::CUstream
 }
 
-fn event(e: Event) -> sys::CUevent {
+fn event(e: GpuEvent) -> sys::CUevent {
     e.0 as sys::CUevent
 }
 
 impl DriverGpu {
     /// The device `ordinal` on its primary context. The driver is checked and initialized.
-    pub(super) fn new(ordinal: c_int, driver_version: c_int) -> Result<DriverGpu> {
+    pub(super) fn new(ordinal: c_int, driver_version: c_int) -> GpuResult<DriverGpu> {
         let mut device: sys::CUdevice = 0;
         // SAFETY: a valid out-pointer.
         check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut device, ordinal) })?;
@@ -61,7 +61,7 @@ impl DriverGpu {
         check("cuDeviceGetPCIBusId", unsafe {
             sys::cuDeviceGetPCIBusId(bus.as_mut_ptr(), bus.len() as c_int, device)
         })?;
-        let attribute = |a: CUdevice_attribute| -> Result<c_int> {
+        let attribute = |a: CUdevice_attribute| -> GpuResult<c_int> {
             let mut v: c_int = 0;
             // SAFETY: a valid out-pointer and a valid attribute.
             check("cuDeviceGetAttribute", unsafe { sys::cuDeviceGetAttribute(&mut v, a, device) })?;
@@ -97,14 +97,18 @@ impl DriverGpu {
     }
 
     /// Makes this device's context current on the calling thread.
-    fn bind(&self) -> Result<()> {
+    fn bind(&self) -> GpuResult<()> {
         // SAFETY: a retained primary context.
         check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.context) })
     }
 
     /// The module of the kernel source `stem`, compiled (or read from the disk cache) and
     /// loaded on first use. The caller holds `modules` and has the context current.
-    fn module(&self, modules: &mut HashMap<&'static str, sys::CUmodule>, stem: &'static str) -> Result<sys::CUmodule> {
+    fn module(
+        &self,
+        modules: &mut HashMap<&'static str, sys::CUmodule>,
+        stem: &'static str,
+    ) -> GpuResult<sys::CUmodule> {
         if let Some(&module) = modules.get(stem) {
             return Ok(module);
         }
@@ -139,7 +143,11 @@ impl DriverGpu {
     }
 
     /// This device's cuBLAS handle, made on first use. The context is current.
-    fn blas_handle<'a>(&self, slot: &'a mut Option<cublasHandle_t>, blas: &blas::Blas) -> Result<&'a cublasHandle_t> {
+    fn blas_handle<'a>(
+        &self,
+        slot: &'a mut Option<cublasHandle_t>,
+        blas: &blas::Blas,
+    ) -> GpuResult<&'a cublasHandle_t> {
         if slot.is_none() {
             *slot = Some(blas.create()?);
         }
@@ -148,7 +156,7 @@ impl DriverGpu {
 }
 
 /// Loads a CUBIN or NUL-terminated PTX image.
-fn load(image: &[u8]) -> Result<sys::CUmodule> {
+fn load(image: &[u8]) -> GpuResult<sys::CUmodule> {
     let mut module: sys::CUmodule = std::ptr::null_mut();
     // SAFETY: the image is a whole CUBIN (checked ELF) or PTX ending in NUL, as NVRTC made it
     // or as the cache verified it byte for byte; the context is current.
@@ -186,7 +194,7 @@ impl Gpu for DriverGpu {
         &self.info
     }
 
-    fn memory(&self) -> Result<(usize, usize)> {
+    fn memory(&self) -> GpuResult<(usize, usize)> {
         self.bind()?;
         let (mut free, mut total) = (0usize, 0usize);
         // SAFETY: valid out-pointers; the context is current.
@@ -194,7 +202,7 @@ impl Gpu for DriverGpu {
         Ok((free, total))
     }
 
-    fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
+    fn alloc(&self, bytes: usize) -> GpuResult<DevicePtr> {
         self.bind()?;
         let mut ptr: sys::CUdeviceptr = 0;
         // SAFETY: a valid out-pointer; cuMemAlloc refuses 0 bytes, so at least 1.
@@ -210,7 +218,7 @@ impl Gpu for DriverGpu {
         }
     }
 
-    fn alloc_host(&self, bytes: usize) -> Result<*mut u8> {
+    fn alloc_host(&self, bytes: usize) -> GpuResult<*mut u8> {
         self.bind()?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
         // SAFETY: a valid out-pointer; portable so that every context sees it page-locked.
@@ -226,7 +234,7 @@ impl Gpu for DriverGpu {
         }
     }
 
-    unsafe fn register_host(&self, ptr: *mut u8, bytes: usize) -> Result<()> {
+    unsafe fn register_host(&self, ptr: *mut u8, bytes: usize) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: the caller's contract: `bytes` bytes at `ptr` stay valid until unregistered.
         check("cuMemHostRegister_v2", unsafe {
@@ -241,7 +249,7 @@ impl Gpu for DriverGpu {
         }
     }
 
-    fn stream_new(&self) -> Result<Stream> {
+    fn stream_new(&self) -> GpuResult<Stream> {
         self.bind()?;
         let mut s: sys::CUstream = std::ptr::null_mut();
         // SAFETY: a valid out-pointer; a stream that does not wait for the legacy default one.
@@ -258,73 +266,73 @@ impl Gpu for DriverGpu {
         }
     }
 
-    fn synchronize(&self, s: Stream) -> Result<()> {
+    fn synchronize(&self, s: Stream) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: a stream of this context (or the default one).
         check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream(s)) })
     }
 
-    unsafe fn upload(&self, s: Stream, dst: DevicePtr, src: *const u8, bytes: usize) -> Result<()> {
+    unsafe fn upload(&self, s: Stream, dst: DevicePtr, src: *const u8, bytes: usize) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: the caller's contract.
         check("cuMemcpyHtoDAsync_v2", unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src.cast(), bytes, stream(s)) })
     }
 
-    unsafe fn download(&self, s: Stream, dst: *mut u8, src: DevicePtr, bytes: usize) -> Result<()> {
+    unsafe fn download(&self, s: Stream, dst: *mut u8, src: DevicePtr, bytes: usize) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: the caller's contract.
         check("cuMemcpyDtoHAsync_v2", unsafe { sys::cuMemcpyDtoHAsync_v2(dst.cast(), src, bytes, stream(s)) })
     }
 
-    unsafe fn copy(&self, s: Stream, dst: DevicePtr, src: DevicePtr, bytes: usize) -> Result<()> {
+    unsafe fn copy(&self, s: Stream, dst: DevicePtr, src: DevicePtr, bytes: usize) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: the caller's contract; with unified addressing the driver finds each
         // address's device, so a peer's memory is copied too.
         check("cuMemcpyAsync", unsafe { sys::cuMemcpyAsync(dst, src, bytes, stream(s)) })
     }
 
-    unsafe fn memset(&self, s: Stream, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {
+    unsafe fn memset(&self, s: Stream, dst: DevicePtr, value: u8, bytes: usize) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: the caller's contract.
         check("cuMemsetD8Async", unsafe { sys::cuMemsetD8Async(dst, value, bytes, stream(s)) })
     }
 
-    fn event_new(&self) -> Result<Event> {
+    fn event_new(&self) -> GpuResult<GpuEvent> {
         self.bind()?;
         let mut e: sys::CUevent = std::ptr::null_mut();
         // SAFETY: a valid out-pointer; no timing, which makes recording and waiting cheaper.
         check("cuEventCreate", unsafe {
             sys::cuEventCreate(&mut e, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
         })?;
-        Ok(Event(e as usize))
+        Ok(GpuEvent(e as usize))
     }
 
-    unsafe fn event_free(&self, e: Event) {
+    unsafe fn event_free(&self, e: GpuEvent) {
         if self.bind().is_ok() {
             // SAFETY: the caller's contract.
             unsafe { sys::cuEventDestroy_v2(event(e)) };
         }
     }
 
-    fn event_record(&self, e: Event, s: Stream) -> Result<()> {
+    fn event_record(&self, e: GpuEvent, s: Stream) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: an event and a stream of this GPU (the trait's handle rule).
         check("cuEventRecord", unsafe { sys::cuEventRecord(event(e), stream(s)) })
     }
 
-    fn stream_wait(&self, s: Stream, e: Event) -> Result<()> {
+    fn stream_wait(&self, s: Stream, e: GpuEvent) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: as above; flags must be 0.
         check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(stream(s), event(e), 0) })
     }
 
-    fn event_synchronize(&self, e: Event) -> Result<()> {
+    fn event_synchronize(&self, e: GpuEvent) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: an event of this GPU.
         check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(event(e)) })
     }
 
-    fn function(&self, kernel: Kernel) -> Result<Function> {
+    fn function(&self, kernel: Kernel) -> GpuResult<Function> {
         if let Some(&f) = lock(&self.functions).get(&kernel) {
             return Ok(f);
         }
@@ -348,7 +356,7 @@ impl Gpu for DriverGpu {
         grid: [u32; 3],
         block: [u32; 3],
         args: &mut [*mut c_void],
-    ) -> Result<()> {
+    ) -> GpuResult<()> {
         self.bind()?;
         // SAFETY: a function of this GPU; `args` points at one value per kernel parameter (the
         // caller's contract); no dynamic shared memory, no extra options.
@@ -369,7 +377,7 @@ impl Gpu for DriverGpu {
         })
     }
 
-    unsafe fn gemm(&self, s: Stream, gemm: &Gemm) -> Result<()> {
+    unsafe fn gemm(&self, s: Stream, gemm: &Gemm) -> GpuResult<()> {
         let blas = blas::blas(self.driver_version)?;
         self.bind()?;
         let mut slot = lock(&self.blas);

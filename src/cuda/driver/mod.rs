@@ -40,7 +40,7 @@ use std::sync::{Arc, OnceLock};
 use cudarc::driver::sys;
 
 use self::library::Library;
-use crate::cuda::gpu::{Error, Gpu, Result};
+use crate::cuda::gpu::{Error, Gpu, GpuResult};
 
 pub use self::gpu::DriverGpu;
 
@@ -101,12 +101,12 @@ fn driver_candidates() -> Vec<String> {
 }
 
 /// The driver, loaded and initialized once per process; the reason when it cannot be.
-pub(crate) fn driver() -> Result<&'static Driver> {
-    static DRIVER: OnceLock<Result<Driver>> = OnceLock::new();
+pub(crate) fn driver() -> GpuResult<&'static Driver> {
+    static DRIVER: OnceLock<GpuResult<Driver>> = OnceLock::new();
     DRIVER.get_or_init(|| load_driver(&driver_candidates())).as_ref().map_err(Clone::clone)
 }
 
-fn load_driver<S: AsRef<str>>(candidates: &[S]) -> Result<Driver> {
+fn load_driver<S: AsRef<str>>(candidates: &[S]) -> GpuResult<Driver> {
     let library = Library::open_first(candidates).map_err(|_| {
         // Every one of cudarc's ~30 names failed; the one a driver installs says why.
         let reason = Library::open("libcuda.so.1").err().unwrap_or_default();
@@ -131,7 +131,7 @@ fn load_driver<S: AsRef<str>>(candidates: &[S]) -> Result<Driver> {
 
 /// Every CUDA device, each with its primary context; the reason when there is no usable driver.
 /// No device is an error too, as the driver reports it ("no CUDA-capable device is detected").
-pub fn gpus() -> Result<Vec<Arc<dyn Gpu>>> {
+pub fn gpus() -> GpuResult<Vec<Arc<dyn Gpu>>> {
     let driver = driver()?;
     let mut count: c_int = 0;
     // SAFETY: a valid out-pointer; the driver is initialized.
@@ -148,7 +148,7 @@ fn version_text(version: c_int) -> String {
 ///
 /// Only called with a driver that [`driver`] has checked (the error calls are in
 /// [`DRIVER_SYMBOLS`]).
-fn check(call: &'static str, result: sys::CUresult) -> Result<()> {
+fn check(call: &'static str, result: sys::CUresult) -> GpuResult<()> {
     if result == sys::CUresult::CUDA_SUCCESS {
         return Ok(());
     }

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use cudarc::nvrtc::sys::nvrtcProgram;
 
 use super::library::{Library, function};
-use crate::cuda::gpu::{Error, Result};
+use crate::cuda::gpu::{Error, GpuResult};
 use crate::cuda::sources::{PRELUDE, PRELUDE_NAME};
 
 /// The options every kernel is compiled with (scripts/cuda-check uses the same).
@@ -146,7 +146,7 @@ impl Nvrtc {
     }
 
     /// The first usable NVRTC of `candidates` whose major version is at most `max_major`.
-    pub fn find<S: AsRef<str>>(candidates: &[S], max_major: i32) -> Result<Nvrtc> {
+    pub fn find<S: AsRef<str>>(candidates: &[S], max_major: i32) -> GpuResult<Nvrtc> {
         let mut reasons = Vec::new();
         for name in candidates {
             match Nvrtc::open(name.as_ref()) {
@@ -164,7 +164,7 @@ impl Nvrtc {
     }
 
     /// What to compile for a device of compute capability `cc`.
-    pub fn target(&self, cc: u32) -> Result<Target> {
+    pub fn target(&self, cc: u32) -> GpuResult<Target> {
         if self.archs.contains(&cc) {
             return Ok(Target { arch: cc, kind: Kind::Cubin });
         }
@@ -188,11 +188,11 @@ impl Nvrtc {
 
     /// Compiles one kernel source (`name` is its file name, for messages) for `target`, with
     /// the prelude as the in-memory header and [`OPTIONS`].
-    pub fn compile(&self, name: &str, source: &str, target: Target) -> Result<Vec<u8>> {
+    pub fn compile(&self, name: &str, source: &str, target: Target) -> GpuResult<Vec<u8>> {
         let c = |text: &str| CString::new(text).map_err(|_| Error::new("nvrtcCreateProgram", "a NUL in the source"));
         let (source_c, name_c, prelude_c, prelude_name_c) = (c(source)?, c(name)?, c(PRELUDE)?, c(PRELUDE_NAME)?);
         let options: Vec<CString> =
-            OPTIONS.iter().map(|o| o.to_string()).chain([target.option()]).map(|o| c(&o)).collect::<Result<_>>()?;
+            OPTIONS.iter().map(|o| o.to_string()).chain([target.option()]).map(|o| c(&o)).collect::<GpuResult<_>>()?;
         let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
         let headers = [prelude_c.as_ptr()];
         let header_names = [prelude_name_c.as_ptr()];
@@ -224,7 +224,7 @@ impl Nvrtc {
         }
     }
 
-    fn ok(&self, call: &'static str, rc: c_int) -> Result<()> {
+    fn ok(&self, call: &'static str, rc: c_int) -> GpuResult<()> {
         if rc == 0 {
             return Ok(());
         }
@@ -245,7 +245,7 @@ struct Program<'a> {
 
 impl Program<'_> {
     /// One of the program's outputs, through its size function and its copy function.
-    fn bytes(&self, size: SizeFn, copy: BytesFn) -> Result<Vec<u8>> {
+    fn bytes(&self, size: SizeFn, copy: BytesFn) -> GpuResult<Vec<u8>> {
         let mut len = 0usize;
         // SAFETY: a live program and a valid out-pointer.
         self.nvrtc.ok("nvrtcGet*Size", unsafe { size(self.program, &mut len) })?;
@@ -270,8 +270,8 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// The process's NVRTC for a driver of `driver_version`, found once.
-pub fn nvrtc(driver_version: c_int) -> Result<&'static Nvrtc> {
-    static NVRTC: OnceLock<Result<Nvrtc>> = OnceLock::new();
+pub fn nvrtc(driver_version: c_int) -> GpuResult<&'static Nvrtc> {
+    static NVRTC: OnceLock<GpuResult<Nvrtc>> = OnceLock::new();
     NVRTC
         .get_or_init(|| {
             let nvrtc = Nvrtc::find(&candidates(driver_version), driver_version / 1000)?;

@@ -9,7 +9,7 @@ use std::ffi::c_void;
 use std::sync::Mutex;
 
 use super::KERNELS;
-use crate::cuda::gpu::{DevicePtr, Error, Event, Function, Gemm, GemmType, Gpu, Info, Kernel, Result, Stream};
+use crate::cuda::gpu::{DevicePtr, Error, Function, Gemm, GemmType, Gpu, GpuEvent, GpuResult, Info, Kernel, Stream};
 
 /// Device allocations are aligned as cudaMalloc's are.
 const ALIGNMENT: usize = 256;
@@ -36,7 +36,7 @@ impl Emulated {
         self.allocations.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn allocate(&self, call: &'static str, bytes: usize) -> Result<*mut u8> {
+    fn allocate(&self, call: &'static str, bytes: usize) -> GpuResult<*mut u8> {
         let layout = Layout::from_size_align(bytes.max(1), ALIGNMENT).map_err(|e| Error::new(call, e.to_string()))?;
         // SAFETY: the layout has a non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
@@ -81,14 +81,14 @@ impl Gpu for Emulated {
         &self.info
     }
 
-    fn memory(&self) -> Result<(usize, usize)> {
+    fn memory(&self) -> GpuResult<(usize, usize)> {
         // SAFETY: sysconf only reads system configuration.
         let (pages, page) = unsafe { (libc::sysconf(libc::_SC_AVPHYS_PAGES), libc::sysconf(libc::_SC_PAGE_SIZE)) };
         let free = usize::try_from(pages).unwrap_or(0).saturating_mul(usize::try_from(page).unwrap_or(0));
         Ok((free.min(self.info.total_memory), self.info.total_memory))
     }
 
-    fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
+    fn alloc(&self, bytes: usize) -> GpuResult<DevicePtr> {
         self.allocate("alloc", bytes).map(|p| p as DevicePtr)
     }
 
@@ -96,7 +96,7 @@ impl Gpu for Emulated {
         self.release(ptr);
     }
 
-    fn alloc_host(&self, bytes: usize) -> Result<*mut u8> {
+    fn alloc_host(&self, bytes: usize) -> GpuResult<*mut u8> {
         self.allocate("alloc_host", bytes)
     }
 
@@ -104,66 +104,66 @@ impl Gpu for Emulated {
         self.release(ptr as DevicePtr);
     }
 
-    unsafe fn register_host(&self, _ptr: *mut u8, _bytes: usize) -> Result<()> {
+    unsafe fn register_host(&self, _ptr: *mut u8, _bytes: usize) -> GpuResult<()> {
         // host memory is all the emulated device ever reads
         Ok(())
     }
 
     unsafe fn unregister_host(&self, _ptr: *mut u8) {}
 
-    fn stream_new(&self) -> Result<Stream> {
+    fn stream_new(&self) -> GpuResult<Stream> {
         Ok(Stream(1))
     }
 
     unsafe fn stream_free(&self, _stream: Stream) {}
 
-    fn synchronize(&self, _stream: Stream) -> Result<()> {
+    fn synchronize(&self, _stream: Stream) -> GpuResult<()> {
         Ok(())
     }
 
-    unsafe fn upload(&self, _stream: Stream, dst: DevicePtr, src: *const u8, bytes: usize) -> Result<()> {
+    unsafe fn upload(&self, _stream: Stream, dst: DevicePtr, src: *const u8, bytes: usize) -> GpuResult<()> {
         // SAFETY: the caller's contract; device memory is host memory here.
         unsafe { std::ptr::copy(src, dst as *mut u8, bytes) };
         Ok(())
     }
 
-    unsafe fn download(&self, _stream: Stream, dst: *mut u8, src: DevicePtr, bytes: usize) -> Result<()> {
+    unsafe fn download(&self, _stream: Stream, dst: *mut u8, src: DevicePtr, bytes: usize) -> GpuResult<()> {
         // SAFETY: as in `upload`.
         unsafe { std::ptr::copy(src as *const u8, dst, bytes) };
         Ok(())
     }
 
-    unsafe fn copy(&self, _stream: Stream, dst: DevicePtr, src: DevicePtr, bytes: usize) -> Result<()> {
+    unsafe fn copy(&self, _stream: Stream, dst: DevicePtr, src: DevicePtr, bytes: usize) -> GpuResult<()> {
         // SAFETY: as in `upload`.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, bytes) };
         Ok(())
     }
 
-    unsafe fn memset(&self, _stream: Stream, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {
+    unsafe fn memset(&self, _stream: Stream, dst: DevicePtr, value: u8, bytes: usize) -> GpuResult<()> {
         // SAFETY: as in `upload`.
         unsafe { std::ptr::write_bytes(dst as *mut u8, value, bytes) };
         Ok(())
     }
 
-    fn event_new(&self) -> Result<Event> {
-        Ok(Event(1))
+    fn event_new(&self) -> GpuResult<GpuEvent> {
+        Ok(GpuEvent(1))
     }
 
-    unsafe fn event_free(&self, _event: Event) {}
+    unsafe fn event_free(&self, _event: GpuEvent) {}
 
-    fn event_record(&self, _event: Event, _stream: Stream) -> Result<()> {
+    fn event_record(&self, _event: GpuEvent, _stream: Stream) -> GpuResult<()> {
         Ok(())
     }
 
-    fn stream_wait(&self, _stream: Stream, _event: Event) -> Result<()> {
+    fn stream_wait(&self, _stream: Stream, _event: GpuEvent) -> GpuResult<()> {
         Ok(())
     }
 
-    fn event_synchronize(&self, _event: Event) -> Result<()> {
+    fn event_synchronize(&self, _event: GpuEvent) -> GpuResult<()> {
         Ok(())
     }
 
-    fn function(&self, kernel: Kernel) -> Result<Function> {
+    fn function(&self, kernel: Kernel) -> GpuResult<Function> {
         KERNELS
             .iter()
             .position(|&(name, _)| name == kernel.name)
@@ -178,7 +178,7 @@ impl Gpu for Emulated {
         grid: [u32; 3],
         block: [u32; 3],
         args: &mut [*mut c_void],
-    ) -> Result<()> {
+    ) -> GpuResult<()> {
         let Some(&(name, _)) = KERNELS.get(function.0) else {
             return Err(Error::new("launch", format!("no function {}", function.0)));
         };
@@ -187,7 +187,7 @@ impl Gpu for Emulated {
         Ok(())
     }
 
-    unsafe fn gemm(&self, _stream: Stream, g: &Gemm) -> Result<()> {
+    unsafe fn gemm(&self, _stream: Stream, g: &Gemm) -> GpuResult<()> {
         let (a_size, x_size) = (g.a_type.size(), g.x_type.size());
         for b in 0..g.batch {
             let a = g.a + (b * g.stride_a * a_size) as DevicePtr;

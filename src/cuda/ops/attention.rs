@@ -4,7 +4,7 @@
 use super::{Alibi, Queue, data, data_or_null, grid_for_rows, is_decodable, launch, packed_rows, shape, src, src_opt};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
-use crate::cuda::gpu::{Kernel, Result};
+use crate::cuda::gpu::{GpuResult, Kernel};
 
 const FLASH_ATTN_EXT: Kernel = Kernel { source: "attention", name: "flash_attn_ext" };
 
@@ -38,7 +38,7 @@ pub fn supports(node: &Tensor) -> bool {
         && seqs_ok
 }
 
-pub fn flash_attn_ext(q_: &Queue, node: &Tensor) -> Result<()> {
+pub fn flash_attn_ext(q_: &Queue, node: &Tensor) -> GpuResult<()> {
     let (q, k, v, mask, sinks) = (src(node, 0), src(node, 1), src(node, 2), src_opt(node, 3), src_opt(node, 4));
     let max_bias = node.op_param_f32(1);
     let params = KernelParams {

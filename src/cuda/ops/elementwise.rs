@@ -4,7 +4,7 @@
 use super::{Queue, data, data_or_null, grid_for, is_float, launch, shape, src, src_opt};
 use crate::core::op::{GluOp, Op, UnaryOp};
 use crate::core::tensor::Tensor;
-use crate::cuda::gpu::{Kernel, Result};
+use crate::cuda::gpu::{GpuResult, Kernel};
 
 const BINARY: Kernel = Kernel { source: "elementwise", name: "binary" };
 const UNARY: Kernel = Kernel { source: "elementwise", name: "unary" };
@@ -15,7 +15,7 @@ pub fn supports_binary(node: &Tensor) -> bool {
     is_float(a.type_) && is_float(b.type_) && is_float(node.type_) && b.can_repeat_to(a) && a.same_shape(node)
 }
 
-pub fn binary(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn binary(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (a, b) = (src(node, 0), src(node, 1));
     let op: i32 = match node.op {
         Op::ADD => 0,
@@ -56,7 +56,7 @@ pub fn supports_unary(node: &Tensor) -> bool {
     unary_code(node).is_some() && is_float(a.type_) && is_float(node.type_) && a.same_shape(node)
 }
 
-pub fn unary(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn unary(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let a = src(node, 0);
     let Some((f, p0, p1)) = unary_code(node) else { unreachable!("supports_unary checked the function") };
     launch!(q, UNARY, grid_for(node.nelements()), super::ELEMENT_THREADS;
@@ -70,7 +70,7 @@ pub fn supports_glu(node: &Tensor) -> bool {
     (0..GluOp::COUNT).contains(&f) && is_float(a.type_) && node.type_ == a.type_ && one_type
 }
 
-pub fn glu(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn glu(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let a = src(node, 0);
     let b = src_opt(node, 1);
     let (f, swapped, alpha, limit) =

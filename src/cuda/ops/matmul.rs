@@ -4,7 +4,7 @@
 use super::{Queue, data, is_decodable, launch, packed_rows, shape, src};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
-use crate::cuda::gpu::{Kernel, Result};
+use crate::cuda::gpu::{GpuResult, Kernel};
 use crate::cuda::shape::Shape;
 
 const MUL_MAT_VEC: Kernel = Kernel { source: "matvec", name: "mul_mat_vec" };
@@ -33,7 +33,7 @@ pub fn supports_mul_mat(node: &Tensor) -> bool {
     weights_ok(w) && activations_ok(x) && node.type_ == Type::F32 && broadcast && x.ne[2] * x.ne[3] <= 65535
 }
 
-pub fn mul_mat(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn mul_mat(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (w, x) = (src(node, 0), src(node, 1));
     let grid = [((w.ne[1] + WARPS - 1) / WARPS) as u32, (x.ne[2] * x.ne[3]) as u32, 1];
     let (mut sx, mut sd) = (shape(x), shape(node));
@@ -57,7 +57,7 @@ pub fn supports_mul_mat_id(node: &Tensor) -> bool {
         && ids.ne[0] * ids.ne[1] <= 65535
 }
 
-pub fn mul_mat_id(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn mul_mat_id(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (w, x, ids) = (src(node, 0), src(node, 1), src(node, 2));
     let grid = [((w.ne[1] + WARPS - 1) / WARPS) as u32, (ids.ne[0] * ids.ne[1]) as u32, 1];
     let sw: Shape = shape(w);

@@ -12,7 +12,7 @@ mod rows;
 
 use std::ffi::c_void;
 
-use super::gpu::{Gpu, Kernel, Result, Stream};
+use super::gpu::{Gpu, GpuResult, Kernel, Stream};
 use super::shape::Shape;
 use crate::core::op::Op;
 use crate::core::tensor::Tensor;
@@ -30,7 +30,7 @@ impl Queue<'_> {
     /// # Safety
     /// `args` are the kernel's parameters in order (see [`arg`]), with device addresses valid
     /// for what the kernel does with them.
-    unsafe fn launch(&self, kernel: Kernel, grid: [u32; 3], threads: u32, args: &mut [*mut c_void]) -> Result<()> {
+    unsafe fn launch(&self, kernel: Kernel, grid: [u32; 3], threads: u32, args: &mut [*mut c_void]) -> GpuResult<()> {
         let f = self.gpu.function(kernel)?;
         // SAFETY: the caller's contract.
         unsafe { self.gpu.launch(self.stream, f, grid, [threads, 1, 1], args) }
@@ -174,7 +174,7 @@ pub fn supports(node: &Tensor) -> bool {
 }
 
 /// Queues the launches that compute `node`, which [`supports`] accepted.
-pub fn compute(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn compute(q: &Queue, node: &Tensor) -> GpuResult<()> {
     match node.op {
         Op::ADD | Op::SUB | Op::MUL | Op::DIV => elementwise::binary(q, node),
         Op::UNARY | Op::SQR | Op::SQRT | Op::LOG | Op::SIN | Op::COS | Op::SCALE | Op::CLAMP | Op::LEAKY_RELU => {

@@ -5,7 +5,7 @@ use super::{Alibi, Queue, data, data_or_null, grid_for_rows, launch, packed_rows
 use crate::core::op::Op;
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
-use crate::cuda::gpu::{Kernel, Result};
+use crate::cuda::gpu::{GpuResult, Kernel};
 
 const NORM: Kernel = Kernel { source: "norm", name: "norm_f32" };
 const RMS_NORM: Kernel = Kernel { source: "norm", name: "rms_norm_f32" };
@@ -22,7 +22,7 @@ pub fn supports_norm(node: &Tensor) -> bool {
     x.type_ == Type::F32 && node.type_ == Type::F32 && packed_rows(x) && packed_rows(node)
 }
 
-pub fn norm(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn norm(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let x = src(node, 0);
     let kernel = match node.op {
         Op::NORM => NORM,
@@ -40,7 +40,7 @@ pub fn supports_soft_max(node: &Tensor) -> bool {
     x.type_ == Type::F32 && node.type_ == Type::F32 && packed_rows(x) && packed_rows(node) && mask_ok && sinks_ok
 }
 
-pub fn soft_max(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn soft_max(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (x, mask, sinks) = (src(node, 0), src_opt(node, 1), src_opt(node, 2));
     let (scale, max_bias) = (node.op_param_f32(0), node.op_param_f32(1));
     let alibi = Alibi::new(x.ne[2], max_bias);

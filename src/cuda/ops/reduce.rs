@@ -4,7 +4,7 @@ use super::{Queue, data, grid_for, grid_for_rows, launch, shape, src};
 use crate::core::op::Op;
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
-use crate::cuda::gpu::{Kernel, Result};
+use crate::cuda::gpu::{GpuResult, Kernel};
 
 const SUM_ROWS: Kernel = Kernel { source: "rows", name: "sum_rows_f32" };
 const ARGSORT: Kernel = Kernel { source: "rows", name: "argsort_f32" };
@@ -26,25 +26,25 @@ pub fn supports(node: &Tensor) -> bool {
     }
 }
 
-pub fn sum_rows(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn sum_rows(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let x = src(node, 0);
     let mean = i32::from(node.op == Op::MEAN);
     launch!(q, SUM_ROWS, grid_for_rows(x.nrows()), 32; shape(x), data(x), shape(node), data(node), mean)
 }
 
-pub fn argsort(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn argsort(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let x = src(node, 0);
     let descending = node.op_param_i32(0);
     let threads = (x.ne[0].max(1) as u32).next_power_of_two();
     launch!(q, ARGSORT, grid_for_rows(x.nrows()), threads; shape(x), data(x), shape(node), data(node), descending)
 }
 
-pub fn repeat(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn repeat(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let x = src(node, 0);
     launch!(q, REPEAT, grid_for(node.nelements()), super::ELEMENT_THREADS; shape(x), data(x), shape(node), data(node))
 }
 
-pub fn concat(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn concat(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (a, b) = (src(node, 0), src(node, 1));
     let dim = node.op_param_i32(0);
     launch!(q, CONCAT, grid_for(node.nelements()), super::ELEMENT_THREADS;

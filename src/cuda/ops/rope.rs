@@ -4,7 +4,7 @@ use super::{Queue, data, data_or_null, grid_for, launch, packed_rows, shape, src
 use crate::core::ops::rope::{RopeParams, rope_type, rope_yarn_corr_dims};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
-use crate::cuda::gpu::{Kernel, Result};
+use crate::cuda::gpu::{GpuResult, Kernel};
 
 const ROPE: Kernel = Kernel { source: "rope", name: "rope" };
 
@@ -41,7 +41,7 @@ pub fn supports(node: &Tensor) -> bool {
         && node.op_param_i32(PARAM_N_OFFS) == 0
 }
 
-pub fn rope(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn rope(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (x, pos, factors) = (src(node, 0), src(node, 1), src_opt(node, 2));
     let (p, _) = RopeParams::from_op_params(node);
     let corr = rope_yarn_corr_dims(p.n_dims, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow);

@@ -4,7 +4,7 @@
 use super::{Queue, data, grid_for, is_block32, is_decodable, is_float, launch, packed_rows, shape, src};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
-use crate::cuda::gpu::{Kernel, Result};
+use crate::cuda::gpu::{GpuResult, Kernel};
 
 const GET_ROWS: Kernel = Kernel { source: "convert", name: "get_rows" };
 const SET_ROWS: Kernel = Kernel { source: "convert", name: "set_rows" };
@@ -21,7 +21,7 @@ pub fn supports_get_rows(node: &Tensor) -> bool {
     is_decodable(table.type_) && packed_rows(table) && ids.type_ == Type::I32 && node.type_ == Type::F32
 }
 
-pub fn get_rows(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn get_rows(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (table, ids) = (src(node, 0), src(node, 1));
     launch!(q, GET_ROWS, grid_for(node.nelements()), super::ELEMENT_THREADS;
         shape(table), data(table), table.type_.0, shape(ids), data(ids), shape(node), data(node))
@@ -38,7 +38,7 @@ pub fn supports_set_rows(node: &Tensor) -> bool {
         && whole_blocks
 }
 
-pub fn set_rows(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn set_rows(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (rows, ids) = (src(node, 0), src(node, 1));
     let per_row = if is_block32(node.type_) { rows.ne[0] / 32 } else { rows.ne[0] };
     let wide = i32::from(ids.type_ == Type::I64);
@@ -63,7 +63,7 @@ pub fn supports_copy(node: &Tensor) -> bool {
 
 /// CPY writes its result over its second source; DUP and CONT into a tensor of their own.
 /// Either way the result is `node`, laid out as ggml made it.
-pub fn copy(q: &Queue, node: &Tensor) -> Result<()> {
+pub fn copy(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let from = src(node, 0);
     if is_plain_copy(from, node) {
         // SAFETY: both tensors are allocated on this device with nbytes of data.
