@@ -17,5 +17,5 @@ pub mod registry;
 pub mod shape;
 pub mod sources;
 
-#[cfg(all(test, feature = "cuda-emulator"))]
+#[cfg(test)]
 mod tests;

@@ -1,6 +1,8 @@
 //! The CUDA backend on the emulated device, through the same tables a C program uses: the
-//! registry and device, buffers and their data operations, and graphs computed node by node
-//! against the CPU.
+//! registry and device, buffers and their data operations, and a graph computed by a CUDA
+//! backend against the CPU.
+
+#![cfg(feature = "cuda-emulator")]
 
 use std::ffi::CStr;
 
