@@ -30,6 +30,19 @@ fn op_is_empty(op: Op) -> bool {
     matches!(op, Op::NONE | Op::RESHAPE | Op::TRANSPOSE | Op::VIEW | Op::PERMUTE)
 }
 
+/// The context of `buffer` as a `T`, when the buffer is one whose table frees it with `free`:
+/// how a backend recognises its own buffers among any it is handed.
+///
+/// # Safety
+/// `buffer` is null or live, and every buffer freed by `free` has a live `T` as its context.
+pub unsafe fn context_of<'a, T>(buffer: *const Buffer, free: unsafe extern "C" fn(*mut Buffer)) -> Option<&'a T> {
+    // SAFETY: the caller's contract.
+    let buffer = unsafe { buffer.as_ref() }?;
+    let ours = buffer.iface.free_buffer.is_some_and(|f| std::ptr::fn_addr_eq(f, free));
+    // SAFETY: the caller's contract on buffers freed by `free`.
+    ours.then(|| unsafe { &*buffer.context.cast::<T>() })
+}
+
 /// Ops whose output a buffer type may allocate more than `ggml_nbytes` for (scratch data kept
 /// next to the result). A buffer type reporting more for any other op is a bug in it.
 pub fn op_alloc_size_may_expand(op: Op) -> bool {

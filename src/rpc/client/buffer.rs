@@ -43,13 +43,9 @@ pub const INTERFACE: BufferInterface = BufferInterface {
 /// # Safety
 /// `buffer` is null or a live buffer.
 pub unsafe fn context<'a>(buffer: *const Buffer) -> Option<&'a BufferContext> {
-    // SAFETY: the caller's contract.
-    let buffer = unsafe { buffer.as_ref() }?;
-    let ours =
-        buffer.iface.free_buffer.is_some_and(|f| std::ptr::fn_addr_eq(f, free_buffer as unsafe extern "C" fn(_)));
-    // SAFETY: our buffers' context is the BufferContext made in `buffer_type::alloc_buffer`,
-    // alive until `free_buffer`.
-    ours.then(|| unsafe { &*buffer.context.cast::<BufferContext>() })
+    // SAFETY: the caller's contract; our buffers' context is the BufferContext made in
+    // `buffer_type::alloc_buffer`, alive until `free_buffer`.
+    unsafe { crate::backend::buffer::context_of(buffer, free_buffer) }
 }
 
 /// Describes `tensor` for a request to `conn`'s server: its placement goes along when it lives
