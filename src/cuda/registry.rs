@@ -43,13 +43,14 @@ pub fn devices() -> &'static [*mut Device] {
     &DEVICES.get_or_init(|| Devices((0..gpus::all().len()).map(device::new).collect())).0
 }
 
-/// Device `index`, or `None` with the reason logged on behalf of `call`.
-pub fn device_at(index: i32, call: &str) -> Option<*mut Device> {
+/// Device `index`'s context, or `None` with the reason logged on behalf of `call`.
+pub fn device_at(index: i32, call: &str) -> Option<&'static device::DeviceContext> {
     let found = usize::try_from(index).ok().and_then(|i| devices().get(i).copied());
     if found.is_none() {
         crate::log_error!("{}: invalid device {} ({} CUDA devices)\n", call, index, devices().len());
     }
-    found
+    // SAFETY: the registry's devices are ours and live for the process.
+    found.map(|d| unsafe { device::context(d) })
 }
 
 unsafe extern "C" fn get_name(_reg: *mut Reg) -> *const c_char {

@@ -11,10 +11,9 @@ use crate::ffi::handle::opt_arg;
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_cuda_init(device: c_int) -> *mut Backend {
-    let Some(index) = registry::device_at(device, "ggml_backend_cuda_init").map(|_| device as usize) else {
-        return std::ptr::null_mut();
-    };
-    backend::init(index).unwrap_or(std::ptr::null_mut())
+    registry::device_at(device, "ggml_backend_cuda_init")
+        .and_then(|d| backend::init(d.index))
+        .unwrap_or(std::ptr::null_mut())
 }
 
 #[unsafe(no_mangle)]
@@ -25,9 +24,7 @@ pub extern "C" fn ggml_backend_is_cuda(b: *mut Backend) -> bool {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_cuda_buffer_type(device: c_int) -> *mut BufferType {
-    registry::device_at(device, "ggml_backend_cuda_buffer_type")
-        // SAFETY: the registry's devices are ours.
-        .map_or(std::ptr::null_mut(), |d| unsafe { device::context(d) }.buffer_type)
+    registry::device_at(device, "ggml_backend_cuda_buffer_type").map_or(std::ptr::null_mut(), |d| d.buffer_type)
 }
 
 /// NULL when there is no GPU: its buffers would have no device to serve (ggml asserts here).
@@ -53,8 +50,7 @@ pub extern "C" fn ggml_backend_cuda_get_device_description(device: c_int, descri
         return;
     }
     let name = registry::device_at(device, "ggml_backend_cuda_get_device_description")
-        .and_then(|_| gpus::get(device as usize))
-        .map_or(String::new(), |g| g.info().name.clone());
+        .map_or(String::new(), |d| d.gpu.info().name.clone());
     let n = name.len().min(size - 1);
     // SAFETY: the caller's buffer holds `size` bytes (the API's contract); n < size.
     unsafe {
@@ -70,8 +66,7 @@ pub extern "C" fn ggml_backend_cuda_get_device_memory(device: c_int, free: *mut 
         crate::ggml_abort!("NULL free or total passed to ggml_backend_cuda_get_device_memory");
     }
     let (f, t) = registry::device_at(device, "ggml_backend_cuda_get_device_memory")
-        .and_then(|_| gpus::get(device as usize))
-        .map_or((0, 0), |g| device::memory(g.as_ref()));
+        .map_or((0, 0), |d| device::memory(d.gpu.as_ref()));
     // SAFETY: both out-pointers are non-null and, by the API's contract, writable.
     unsafe {
         *free = f;
