@@ -63,20 +63,34 @@ fn emulated_kernels() {
     println!("cargo:rerun-if-changed={}", kernels.display());
     println!("cargo:rerun-if-changed={}", emulator.display());
 
+    println!("cargo:rerun-if-env-changed=GGML_RS_EMU_TSAN");
     let sources = cuda_sources();
 
+    let base = |build: &mut cc::Build| {
+        build
+            .cpp(true)
+            .std("c++20")
+            .opt_level(2)
+            .include(emulator)
+            .include(kernels)
+            .flag("-pthread")
+            // CUDA's `#pragma unroll` means nothing to g++
+            .flag("-Wno-unknown-pragmas")
+            .warnings_into_errors(true);
+    };
+    // The emulator's own code: scheduler, fibers, host threads.
+    let mut runtime = cc::Build::new();
+    base(&mut runtime);
+    runtime.files(["block.cpp", "context.cpp", "launch.cpp"].map(|f| emulator.join(f)));
     let mut build = cc::Build::new();
-    build
-        .cpp(true)
-        .std("c++20")
-        .opt_level(2)
-        .include(emulator)
-        .include(kernels)
-        .flag("-pthread")
-        // CUDA's `#pragma unroll` means nothing to g++
-        .flag("-Wno-unknown-pragmas")
-        .warnings_into_errors(true)
-        .file(emulator.join("launch.cpp"));
+    base(&mut build);
+    // GGML_RS_EMU_TSAN=1 (scripts/cuda-emulator-tsan): the kernels under ThreadSanitizer, the
+    // emulator annotated for it but not instrumented (see src/cuda/emulator/tsan.hpp).
+    let tsan = std::env::var_os("GGML_RS_EMU_TSAN").is_some_and(|v| v == "1");
+    if tsan {
+        build.flag("-fsanitize=thread");
+        runtime.define("GGML_RS_EMU_TSAN", None);
+    }
     let (mut externs, mut table) = (String::new(), String::new());
     for source in &sources {
         let text = std::fs::read_to_string(source).expect("a kernel source");
@@ -94,6 +108,11 @@ fn emulated_kernels() {
         build.file(path);
     }
     build.compile("ggml_cuda_emulator");
+    // after the kernels, which call it, for linkers that take archives in one pass
+    runtime.compile("ggml_cuda_emulator_runtime");
+    if tsan {
+        println!("cargo:rustc-link-lib=dylib=tsan");
+    }
 
     let rust = format!(
         "unsafe extern \"C\" {{\n{externs}}}\n\n/// Every kernel of src/cuda/kernels by name, as the emulator runs it.\n\

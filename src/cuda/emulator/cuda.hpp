@@ -1,10 +1,11 @@
 // The CUDA built-ins our kernel sources use, for compiling them as host C++ (g++, C++20).
 //
-// Every CUDA thread of a block is a host thread; __syncthreads is a barrier of the block; a
-// warp's shuffles exchange values through per-warp slots between two barriers of the warp;
-// __shared__ storage is shared by the threads of the block that runs (the blocks of a launch
-// run one after another and launches one at a time, see launch.cpp); device memory is host
-// memory. Threads that leave the kernel stop counting at the barriers, as on a GPU.
+// Every CUDA thread of a block is a fiber on the host thread that runs the block (block.cpp);
+// __syncthreads is a barrier of the block's fibers, a warp's shuffles exchange values through
+// per-warp slots at a barrier of the warp. Blocks run in parallel on a pool of host threads
+// (launch.cpp), so __shared__ storage is per host thread, as threadIdx and blockIdx (the
+// scheduler sets threadIdx for the fiber it resumes). Device memory is host memory. Threads
+// that leave the kernel stop counting at the barriers, as on a GPU.
 #pragma once
 
 #include <math.h>
@@ -21,7 +22,7 @@ struct dim3 {
 };
 
 namespace emu {
-extern thread_local dim3 thread_idx;
+extern thread_local dim3 thread_idx;  // of the fiber that runs on this host thread
 extern thread_local dim3 block_idx;
 extern dim3 block_dim;
 extern dim3 grid_dim;
@@ -45,7 +46,7 @@ void invoke(void (*f)(A...), void ** args) {
 #define __global__
 #define __device__ static
 #define __forceinline__ inline
-#define __shared__ static
+#define __shared__ static thread_local
 #define __launch_bounds__(...)
 
 #define threadIdx emu::thread_idx

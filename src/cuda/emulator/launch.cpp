@@ -1,100 +1,141 @@
-// Runs one kernel launch of the emulated device: a host thread per CUDA thread of a block,
-// the blocks of the grid one after another, one launch at a time in the process.
-#include "cuda.hpp"
+// Runs one kernel launch of the emulated device: the blocks of the grid spread over a pool of
+// host threads (the launching thread among them), each block on one host thread with its CUDA
+// threads as fibers (block.cpp). One launch at a time in the process: the emulated device's
+// streams are synchronous, and a launch's block and grid sizes are process-wide.
+#include "block.hpp"
 
-#include <barrier>
-#include <memory>
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 namespace emu {
-thread_local dim3 thread_idx;
-thread_local dim3 block_idx;
 dim3 block_dim;
 dim3 grid_dim;
 
 namespace {
 
-constexpr unsigned WARP = 32;
+// Every fiber of a block of 1024 threads costs a stack mapping and its guard, two of the
+// kernel's 65530 memory mappings a process (vm.max_map_count): 32 host threads take 65536.
+constexpr unsigned MAX_HOST_THREADS = 32;
 
-struct Warp {
-    std::unique_ptr<std::barrier<>> sync;
-    std::uint64_t slots[WARP] = {};
-    unsigned size = WARP;
-};
+// GGML_RS_EMU_THREADS, or one host thread a CPU.
+unsigned host_threads() {
+    unsigned n = std::thread::hardware_concurrency();
+    if (const char * env = std::getenv("GGML_RS_EMU_THREADS")) {
+        n = static_cast<unsigned>(std::strtoul(env, nullptr, 10));
+    }
+    return std::clamp(n, 1u, MAX_HOST_THREADS);
+}
 
-// The barriers of the block that runs: made anew for every block, since a thread that has
-// left the kernel drops out of them for the rest of that block.
-struct Block {
-    unsigned n_threads = 0;
-    std::unique_ptr<std::barrier<>> sync;
-    std::vector<Warp> warps;
+// Takes the launch's blocks one by one, in CUDA's order (x fastest), until none is left.
+void run_blocks(const Launch & l, std::atomic<unsigned> & next) {
+    const unsigned n = l.grid.x * l.grid.y * l.grid.z;
+    for (unsigned i = next.fetch_add(1, std::memory_order_relaxed); i < n; i = next.fetch_add(1, std::memory_order_relaxed)) {
+        run_block(l, dim3{ i % l.grid.x, (i / l.grid.x) % l.grid.y, i / (l.grid.x * l.grid.y) });
+    }
+}
 
-    void reset() {
-        sync = std::make_unique<std::barrier<>>(n_threads);
-        for (Warp & w : warps) {
-            w.sync = std::make_unique<std::barrier<>>(w.size);
+// The host threads besides the launching one, waiting for launches with more than one block.
+class Pool {
+  public:
+    explicit Pool(unsigned helpers) {
+        for (unsigned i = 0; i < helpers; ++i) {
+            threads.emplace_back([this] { serve(); });
         }
     }
+
+    ~Pool() {
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            stop = true;
+        }
+        wake.notify_all();
+        for (std::thread & t : threads) {
+            t.join();
+        }
+    }
+
+    Pool(const Pool &) = delete;
+    Pool & operator=(const Pool &) = delete;
+
+    // Runs every block of `l` and returns when all have finished.
+    void run(const Launch & l) {
+        std::atomic<unsigned> next{ 0 };
+        const unsigned blocks = l.grid.x * l.grid.y * l.grid.z;
+        const unsigned helpers = std::min<unsigned>(static_cast<unsigned>(threads.size()), blocks - 1);
+        if (helpers > 0) {
+            std::lock_guard<std::mutex> lock(mutex);
+            job = &l;
+            job_next = &next;
+            tickets = helpers;
+            busy = helpers;
+            ++generation;
+        }
+        if (helpers > 0) {
+            wake.notify_all();
+        }
+        run_blocks(l, next);
+        if (helpers > 0) {
+            std::unique_lock<std::mutex> lock(mutex);
+            idle.wait(lock, [this] { return busy == 0; });
+        }
+    }
+
+  private:
+    void serve() {
+        unsigned seen = 0;
+        std::unique_lock<std::mutex> lock(mutex);
+        for (;;) {
+            wake.wait(lock, [&] { return stop || generation != seen; });
+            if (stop) {
+                return;
+            }
+            seen = generation;
+            if (tickets == 0) {
+                continue;  // enough helpers took this launch
+            }
+            --tickets;
+            const Launch & l = *job;
+            std::atomic<unsigned> & next = *job_next;
+            lock.unlock();
+            run_blocks(l, next);
+            lock.lock();
+            if (--busy == 0) {
+                idle.notify_one();
+            }
+        }
+    }
+
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::condition_variable idle;
+    const Launch * job = nullptr;
+    std::atomic<unsigned> * job_next = nullptr;
+    unsigned generation = 0;
+    unsigned tickets = 0;  // helpers still wanted for this launch
+    unsigned busy = 0;     // helpers that took this launch and have not finished
+    bool stop = false;
+    std::vector<std::thread> threads;
 };
 
-Block block;
-thread_local unsigned linear_thread;
-
 }  // namespace
-
-void sync_block() {
-    block.sync->arrive_and_wait();
-}
-
-std::uint64_t exchange_xor(std::uint64_t v, int lane_mask) {
-    Warp & w = block.warps[linear_thread / WARP];
-    const unsigned lane = linear_thread % WARP;
-    const unsigned from = lane ^ static_cast<unsigned>(lane_mask);
-    w.slots[lane] = v;
-    w.sync->arrive_and_wait();
-    const std::uint64_t r = from < w.size ? w.slots[from] : v;
-    w.sync->arrive_and_wait();  // nobody writes the slots again before all have read
-    return r;
-}
 }  // namespace emu
 
 // Launches `kernel` (a trampoline taking CUDA's argument array) on `grid` x `threads`.
 extern "C" void ggml_rs_emu_launch(void (*kernel)(void **), const unsigned grid[3], const unsigned threads[3], void ** args) {
     static std::mutex one_launch_at_a_time;
+    static emu::Pool pool(emu::host_threads() - 1);
     std::lock_guard<std::mutex> lock(one_launch_at_a_time);
 
-    emu::block_dim = dim3{ threads[0], threads[1], threads[2] };
-    emu::grid_dim = dim3{ grid[0], grid[1], grid[2] };
-    const unsigned n = threads[0] * threads[1] * threads[2];
-    emu::block.n_threads = n;
-    emu::block.warps = std::vector<emu::Warp>((n + emu::WARP - 1) / emu::WARP);
-    for (unsigned w = 0; w < emu::block.warps.size(); ++w) {
-        emu::block.warps[w].size = std::min(emu::WARP, n - w * emu::WARP);
+    const emu::Launch launch{ kernel, args, dim3{ grid[0], grid[1], grid[2] }, dim3{ threads[0], threads[1], threads[2] } };
+    if (launch.grid.x * launch.grid.y * launch.grid.z == 0) {
+        return;
     }
-    emu::block.reset();
-    auto next_block = []() noexcept { emu::block.reset(); };
-    std::barrier end_of_block(n, next_block);
-
-    std::vector<std::jthread> team;
-    team.reserve(n);
-    for (unsigned t = 0; t < n; ++t) {
-        team.emplace_back([&, t] {
-            emu::linear_thread = t;
-            emu::thread_idx = dim3{ t % threads[0], (t / threads[0]) % threads[1], t / (threads[0] * threads[1]) };
-            emu::Warp & warp = emu::block.warps[t / emu::WARP];
-            for (unsigned z = 0; z < grid[2]; ++z) {
-                for (unsigned y = 0; y < grid[1]; ++y) {
-                    for (unsigned x = 0; x < grid[0]; ++x) {
-                        emu::block_idx = dim3{ x, y, z };
-                        kernel(args);
-                        emu::block.sync->arrive_and_drop();
-                        warp.sync->arrive_and_drop();
-                        end_of_block.arrive_and_wait();
-                    }
-                }
-            }
-        });
-    }
+    emu::block_dim = launch.threads;
+    emu::grid_dim = launch.grid;
+    pool.run(launch);
 }

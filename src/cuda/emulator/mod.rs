@@ -1,5 +1,5 @@
 //! The emulated CUDA device: the kernel sources compiled as host C++ with the built-ins of
-//! `cuda.hpp` (build.rs), launched by `launch.cpp` with a host thread per CUDA thread. Device
+//! `cuda.hpp` (build.rs), launched by `launch.cpp` with a fiber per CUDA thread. Device
 //! memory is host memory, so a kernel's pointer arguments are host addresses.
 
 use std::ffi::c_void;
