@@ -1,10 +1,16 @@
 // gen-model: writes a random-weight Llama-style model as GGUF, for end-to-end comparisons of
-// llama.cpp on two ggml builds (scripts/llama-quality, scripts/llama-bench-compare).
+// llama.cpp on two ggml builds (scripts/llama-quality, scripts/llama-bench-compare,
+// scripts/cuda-emulator-llama).
 //
-//   gen-model VOCAB.gguf OUT.gguf [f32|f16|bf16] [SEED]      (defaults: f32, 42)
+//   [GEN_MODEL_SIZE=tiny] gen-model VOCAB.gguf OUT.gguf [f32|f16|bf16] [SEED]   (defaults: f32, 42)
 //
 // Shape: width 1024, 12 layers, 16 heads of 64, 4 KV heads (GQA), FFN 2816, context 2048,
 // rope theta 10000, RMS eps 1e-5, a separate (untied) output.weight, like Llama 2.
+// GEN_MODEL_SIZE=tiny: width 256, 2 layers, 4 heads of 64, 2 KV heads (still GQA), FFN 768,
+// context 512, for the emulated GPU, where every product runs on host threads. Every row length
+// (256, 768) is a multiple of 256, so llama-quantize's K-quants apply to every matrix: a row that
+// is not gets a fallback type (Q4_K to Q5_0, Q6_K to Q8_0). The default file is unchanged byte
+// for byte by this option, as scripts/llama-quality caches it.
 // The tokenizer is every tokenizer.* key of VOCAB.gguf (the reference tree's
 // models/ggml-vocab-llama-spm.gguf: a 32000-token SPM vocabulary, no weights).
 //
@@ -28,16 +34,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-    N_EMBD    = 1024,
-    N_LAYER   = 12,
-    N_HEAD    = 16,
-    N_HEAD_KV = 4,
-    HEAD_DIM  = N_EMBD / N_HEAD,
-    N_EMBD_KV = N_HEAD_KV * HEAD_DIM,
-    N_FF      = 2816,
-    N_CTX     = 2048,
+struct shape {
+    int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
 };
+static const struct shape SHAPE_DEFAULT = { 1024, 12, 16, 4, 2816, 2048 };
+static const struct shape SHAPE_TINY = { 256, 2, 4, 2, 768, 512 };
 
 // llama_ftype values for general.file_type (llama.h)
 enum { FTYPE_ALL_F32 = 0, FTYPE_MOSTLY_F16 = 1, FTYPE_MOSTLY_BF16 = 32 };
@@ -177,28 +178,38 @@ int main(int argc, char ** argv) {
         return 2;
     }
     const uint64_t seed = argc > 4 ? strtoull(argv[4], NULL, 10) : 42;
+    const char * size = getenv("GEN_MODEL_SIZE");
+    if (size && *size && strcmp(size, "tiny") != 0) {
+        fprintf(stderr, "gen-model: GEN_MODEL_SIZE=%s: expected tiny (or unset)\n", size);
+        return 2;
+    }
+    const struct shape sh = size && *size ? SHAPE_TINY : SHAPE_DEFAULT;
+    const int64_t n_embd = sh.n_embd, n_layer = sh.n_layer, n_ff = sh.n_ff;
+    const int64_t head_dim = n_embd / sh.n_head, n_embd_kv = sh.n_head_kv * head_dim;
+    char model_name[64];
+    snprintf(model_name, sizeof(model_name), "ggml-rs random llama %lldx%lld", (long long) n_embd, (long long) n_layer);
 
     struct gguf_context * gguf = gguf_init_empty();
     gguf_set_val_str(gguf, "general.architecture", "llama");
-    gguf_set_val_str(gguf, "general.name", "ggml-rs random llama 1024x12");
+    gguf_set_val_str(gguf, "general.name", model_name);
     gguf_set_val_u32(gguf, "general.file_type", ftype);
     const uint32_t n_vocab = copy_tokenizer(gguf, argv[1]);
     gguf_set_val_u32(gguf, "llama.vocab_size", n_vocab);
-    gguf_set_val_u32(gguf, "llama.context_length", N_CTX);
-    gguf_set_val_u32(gguf, "llama.embedding_length", N_EMBD);
-    gguf_set_val_u32(gguf, "llama.block_count", N_LAYER);
-    gguf_set_val_u32(gguf, "llama.feed_forward_length", N_FF);
-    gguf_set_val_u32(gguf, "llama.attention.head_count", N_HEAD);
-    gguf_set_val_u32(gguf, "llama.attention.head_count_kv", N_HEAD_KV);
-    gguf_set_val_u32(gguf, "llama.rope.dimension_count", HEAD_DIM);
+    gguf_set_val_u32(gguf, "llama.context_length", (uint32_t) sh.n_ctx);
+    gguf_set_val_u32(gguf, "llama.embedding_length", (uint32_t) n_embd);
+    gguf_set_val_u32(gguf, "llama.block_count", (uint32_t) n_layer);
+    gguf_set_val_u32(gguf, "llama.feed_forward_length", (uint32_t) n_ff);
+    gguf_set_val_u32(gguf, "llama.attention.head_count", (uint32_t) sh.n_head);
+    gguf_set_val_u32(gguf, "llama.attention.head_count_kv", (uint32_t) sh.n_head_kv);
+    gguf_set_val_u32(gguf, "llama.rope.dimension_count", (uint32_t) head_dim);
     gguf_set_val_f32(gguf, "llama.rope.freq_base", 10000.0f);
     gguf_set_val_f32(gguf, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
 
     // every tensor's data lives in one context until the file is written
-    const int64_t n_tensors = 3 + 9 * N_LAYER;
-    const int64_t n_matrix = 2 * (int64_t) N_EMBD * n_vocab +
-        N_LAYER * (2 * N_EMBD * N_EMBD + 2 * N_EMBD * N_EMBD_KV + 3 * (int64_t) N_EMBD * N_FF);
-    const int64_t n_norm = (2 * N_LAYER + 1) * N_EMBD;
+    const int64_t n_tensors = 3 + 9 * n_layer;
+    const int64_t n_matrix = 2 * n_embd * n_vocab +
+        n_layer * (2 * n_embd * n_embd + 2 * n_embd * n_embd_kv + 3 * n_embd * n_ff);
+    const int64_t n_norm = (2 * n_layer + 1) * n_embd;
     const size_t mem = (size_t) n_tensors * (ggml_tensor_overhead() + GGML_MEM_ALIGN) +
         (size_t) n_matrix * ggml_type_size(type) + (size_t) n_norm * sizeof(float);
     struct ggml_init_params ip = { .mem_size = mem, .mem_buffer = NULL, .no_alloc = false };
@@ -207,32 +218,32 @@ int main(int argc, char ** argv) {
         .gguf = gguf,
         .type = type,
         .seed = seed,
-        .scratch = malloc((size_t) N_EMBD * n_vocab * sizeof(float)), // the largest tensor
+        .scratch = malloc((size_t) n_embd * n_vocab * sizeof(float)), // the largest tensor
     };
     if (!w.ctx || !w.scratch) {
         fprintf(stderr, "gen-model: out of memory (%zu bytes)\n", mem);
         return 1;
     }
 
-    add_tensor(&w, "token_embd.weight", N_EMBD, n_vocab, sqrtf((float) N_EMBD));
-    for (int il = 0; il < N_LAYER; ++il) {
+    add_tensor(&w, "token_embd.weight", n_embd, n_vocab, sqrtf((float) n_embd));
+    for (int il = 0; il < n_layer; ++il) {
         char name[64];
 #define LAYER(suffix, ne0, ne1, gain)                                  \
     snprintf(name, sizeof(name), "blk.%d." suffix ".weight", il);      \
     add_tensor(&w, name, ne0, ne1, gain)
-        LAYER("attn_norm", N_EMBD, 1, 0.0f);
-        LAYER("attn_q", N_EMBD, N_EMBD, 1.0f);
-        LAYER("attn_k", N_EMBD, N_EMBD_KV, 1.0f);
-        LAYER("attn_v", N_EMBD, N_EMBD_KV, 1.0f);
-        LAYER("attn_output", N_EMBD, N_EMBD, 1.0f);
-        LAYER("ffn_norm", N_EMBD, 1, 0.0f);
-        LAYER("ffn_gate", N_EMBD, N_FF, 1.0f);
-        LAYER("ffn_up", N_EMBD, N_FF, 1.0f);
-        LAYER("ffn_down", N_FF, N_EMBD, 1.0f);
+        LAYER("attn_norm", n_embd, 1, 0.0f);
+        LAYER("attn_q", n_embd, n_embd, 1.0f);
+        LAYER("attn_k", n_embd, n_embd_kv, 1.0f);
+        LAYER("attn_v", n_embd, n_embd_kv, 1.0f);
+        LAYER("attn_output", n_embd, n_embd, 1.0f);
+        LAYER("ffn_norm", n_embd, 1, 0.0f);
+        LAYER("ffn_gate", n_embd, n_ff, 1.0f);
+        LAYER("ffn_up", n_embd, n_ff, 1.0f);
+        LAYER("ffn_down", n_ff, n_embd, 1.0f);
 #undef LAYER
     }
-    add_tensor(&w, "output_norm.weight", N_EMBD, 1, 0.0f);
-    add_tensor(&w, "output.weight", N_EMBD, n_vocab, 3.0f);
+    add_tensor(&w, "output_norm.weight", n_embd, 1, 0.0f);
+    add_tensor(&w, "output.weight", n_embd, n_vocab, 3.0f);
     free(w.scratch);
 
     if (!gguf_write_to_file(gguf, argv[2], false)) {

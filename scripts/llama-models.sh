@@ -1,0 +1,97 @@
+# Sourced, not run: what the scripts that evaluate the stock llama.cpp programs on our library
+# share (scripts/llama-quality, scripts/cuda-emulator-llama): the reference programs, the swap of
+# our libraries under them, the text, the random-weight models of c-tests/tools/gen-model.c and
+# the numbers read back from llama-perplexity's log.
+#
+# The sourcing script sets, before calling anything here:
+#   root     the repository          prefix   our installed library (PREFIX/lib)
+#   work     its cache: work/models, work/logs, work/text.txt, work/gen-model
+#   threads  for llama-quantize and llama-imatrix
+#   me       its name, for messages
+# and may set model_size (GEN_MODEL_SIZE of gen-model: "" for the default shape, or tiny).
+# Environment read here: GGML_REF_CACHE (default ~/.cache/ggml-reference), JOBS (to build the
+# reference programs if missing, default 2), QUANTIZE_ARGS (extra llama-quantize options).
+
+cache=${GGML_REF_CACHE:-$HOME/.cache/ggml-reference}
+src=$cache/llama.cpp
+bin=$cache/build/bin
+vocab=$src/models/ggml-vocab-llama-spm.gguf
+text=$work/text.txt
+gen=$work/gen-model
+imatrix=$work/models/imatrix.gguf
+mkdir -p "$work/models" "$work/logs"
+
+# llama_programs PROG...: builds the reference programs that are missing
+llama_programs() {
+  local p
+  for p in "$@"; do
+    if [[ ! -x $bin/$p ]]; then
+      echo "building the reference's $* (stock flags; a while on 2 cores)"
+      nice ninja -C "$cache/build" -j"${JOBS:-2}" "$@" > "$work/logs/ninja.log" 2>&1 ||
+        { echo "$me: reference build failed: $work/logs/ninja.log" >&2; exit 1; }
+      return
+    fi
+  done
+}
+
+# ours COMMAND...: the reference programs with PREFIX's ggml first on the library path
+ours() { LD_LIBRARY_PATH=$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"; }
+# llama_check_swap: under `ours`, llama-perplexity really loads PREFIX's ggml
+llama_check_swap() {
+  local resolved
+  resolved=$(ours ldd "$bin/llama-perplexity" | awk '$1 == "libggml-base.so.0" {print $3}')
+  [[ $resolved == "$prefix/lib/libggml-base.so.0" ]] ||
+    { echo "$me: with PREFIX first, libggml-base.so.0 resolves to '$resolved'" >&2; exit 1; }
+}
+
+# llama_text: work/text.txt, the prose of the reference tree's README.md and docs/*.md (in name
+# order), code blocks, tables, HTML, bullet lists and link targets removed, first 16000 bytes;
+# rewritten only when it changes, so that caches newer than it stay valid
+llama_text() {
+  for f in "$src/README.md" "$src"/docs/*.md; do cat "$f"; echo; done |
+    awk '/^[[:space:]]*```/ { code = !code; next } !code && NF && !/^[[:space:]]*[|<!>[-]/' |
+    sed -e 's/^#* *//' -e 's/[`*]//g' -e 's/\[\([^]]*\)\]([^)]*)/\1/g' | head -c 16000 > "$text.tmp" || true
+  if cmp -s "$text.tmp" "$text"; then rm "$text.tmp"; else mv "$text.tmp" "$text"; fi
+}
+
+# llama_gen_model: gen-model built against PREFIX, so that our GGUF writer writes the models
+llama_gen_model() {
+  gcc -std=gnu11 -O2 -Wall -Wextra -Werror "$root/c-tests/tools/gen-model.c" -o "$gen" \
+    -I"$prefix/include" -L"$prefix/lib" -lggml-base -lm -Wl,-rpath,"$prefix/lib"
+}
+
+model() { echo "$work/models/model-$1.gguf"; }
+# make_model TYPE: f32, f16 and bf16 from gen-model (reused while gen-model.c is unchanged), the
+# others quantized from f32 by the reference llama-quantize with its default mixture (mxfp4
+# --pure, iq2_xs with an importance matrix)
+make_model() {
+  local m; m=$(model "$1")
+  case $1 in
+    f32|f16|bf16) [[ -f $m && $m -nt $root/c-tests/tools/gen-model.c ]] && return ;;
+    *) make_model f32; [[ -f $m && $m -nt $(model f32) ]] && return ;;
+  esac
+  case $1 in
+    f32|f16|bf16) GEN_MODEL_SIZE=${model_size:-} nice "$gen" "$vocab" "$m.tmp" "$1" > "$work/logs/$1.gen.log" 2>&1 ;;
+    *)
+      local args=() ftype=${1^^}
+      case $1 in
+        mxfp4) args=(--pure) ftype=MXFP4_MOE ;;
+        iq2_xs) make_imatrix; args=(--imatrix "$imatrix") ;;
+      esac
+      # shellcheck disable=SC2086  # QUANTIZE_ARGS is a list of options
+      nice "$bin/llama-quantize" ${QUANTIZE_ARGS:-} "${args[@]}" "$(model f32)" "$m.tmp" "$ftype" "$threads" \
+        > "$work/logs/$1.quantize.log" 2>&1 ;;
+  esac || { echo "$me: making the $1 model failed: $work/logs/$1.*.log" >&2; exit 1; }
+  mv "$m.tmp" "$m"
+}
+# make_imatrix: the importance matrix of the f32 model over the text, computed on the reference
+make_imatrix() {
+  [[ -f $imatrix && $imatrix -nt $(model f32) && $imatrix -nt $text ]] && return
+  nice "$bin/llama-imatrix" -m "$(model f32)" -f "$text" -c 512 --chunks 4 -t "$threads" -o "$imatrix.tmp.gguf" \
+    > "$work/logs/imatrix.log" 2>&1 ||
+    { echo "$me: llama-imatrix failed: $work/logs/imatrix.log" >&2; exit 1; }
+  mv "$imatrix.tmp.gguf" "$imatrix"
+}
+
+# field VALUE_PATTERN LOG: the first number after the pattern
+field() { sed -n "s/^.*$1 *\([-0-9.e+]*\).*/\1/p" "$2" | head -n 1; }
