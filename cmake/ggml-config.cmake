@@ -45,7 +45,7 @@ set(GGML_IMPLEMENTATION "ggml-rs")
 set(GGML_SHARED_LIB "ON")
 set(GGML_STATIC "OFF")
 set(GGML_STANDALONE "ON")
-set(GGML_AVAILABLE_BACKENDS "ggml-cpu;ggml-rpc")
+set(GGML_AVAILABLE_BACKENDS "ggml-cpu;ggml-cuda;ggml-rpc")
 set(GGML_BACKEND_DL "OFF")
 set(GGML_BACKEND_DIR "")
 set(GGML_CPU "ON")
@@ -60,7 +60,7 @@ set(GGML_OPENMP_ENABLED "OFF")
 set(GGML_ACCELERATE "OFF")
 set(GGML_BLAS "OFF")
 set(GGML_CANN "OFF")
-set(GGML_CUDA "OFF")
+set(GGML_CUDA "ON")
 set(GGML_HEXAGON "OFF")
 set(GGML_HIP "OFF")
 set(GGML_METAL "OFF")
@@ -143,7 +143,7 @@ if(NOT TARGET ggml::ggml)
   message(STATUS "Found ${GGML_LIB_DIR}/libggml-rpc.so.0")
 
   # ggml-cuda.h's functions; the backend finds the driver at run time and lists no device
-  # where there is none. Not yet among GGML_AVAILABLE_BACKENDS: its op set is still growing.
+  # where there is none, so the package offers it on every machine, as a CUDA build would.
   add_library(ggml::ggml-cuda SHARED IMPORTED)
   set_target_properties(ggml::ggml-cuda
     PROPERTIES
@@ -156,7 +156,7 @@ if(NOT TARGET ggml::ggml)
   add_library(ggml::all INTERFACE IMPORTED)
   set_target_properties(ggml::all
     PROPERTIES
-      INTERFACE_LINK_LIBRARIES "ggml::ggml-cpu;ggml::ggml-rpc")
+      INTERFACE_LINK_LIBRARIES "ggml::ggml-cpu;ggml::ggml-cuda;ggml::ggml-rpc")
 endif()
 
 check_required_components(ggml)

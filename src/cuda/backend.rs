@@ -6,6 +6,7 @@ use std::ffi::{CString, c_char, c_void};
 use std::sync::{Arc, OnceLock};
 
 use super::gpu::{self, DevicePtr, Gpu, Stream};
+use super::scratch::Scratch;
 use super::{buffer, device, gpus, ops, registry};
 use crate::backend::backend::BackendPtr;
 use crate::backend::guid::StaticGuid;
@@ -25,6 +26,8 @@ struct BackendContext {
     /// Marks the end of a copy to another backend's stream, which waits for it (made on the
     /// first such copy).
     copy_event: OnceLock<gpu::GpuEvent>,
+    /// What the kernels of this backend's graphs use between launches.
+    scratch: Scratch,
 }
 
 const INTERFACE: BackendInterface = BackendInterface {
@@ -62,7 +65,8 @@ pub fn init(index: usize) -> Option<*mut Backend> {
     };
     let device = registry::devices()[index];
     let name = CString::new(format!("CUDA{index}")).unwrap_or_default();
-    let context = BackendContext { gpu: Arc::clone(gpu), stream, name, copy_event: OnceLock::new() };
+    let context =
+        BackendContext { gpu: Arc::clone(gpu), stream, name, copy_event: OnceLock::new(), scratch: Scratch::default() };
     let context = Box::into_raw(Box::new(context));
     Some(Box::into_raw(Box::new(Backend { guid: GUID.as_ptr(), iface: INTERFACE, device, context: context.cast() })))
 }
@@ -92,13 +96,15 @@ unsafe extern "C" fn get_name(backend: *mut Backend) -> *const c_char {
 }
 
 unsafe extern "C" fn free(backend: *mut Backend) {
-    // SAFETY: called once by the backend's own table; both boxes were made in `init`.
+    // SAFETY: called once by the backend's own table; both boxes were made in `init`; the
+    // stream has finished before its event, scratch memory and itself are freed.
     unsafe {
         let ctx = Box::from_raw((*backend).context.cast::<BackendContext>());
         check(ctx.gpu.synchronize(ctx.stream), &ctx, "free");
         if let Some(&e) = ctx.copy_event.get() {
             ctx.gpu.event_free(e);
         }
+        ctx.scratch.free(ctx.gpu.as_ref());
         ctx.gpu.stream_free(ctx.stream);
         drop(Box::from_raw(backend));
     }
@@ -187,7 +193,7 @@ unsafe extern "C" fn synchronize(backend: *mut Backend) {
 unsafe extern "C" fn graph_compute(backend: *mut Backend, cgraph: *mut Graph) -> Status {
     // SAFETY: called by the backend's own table with a live graph.
     let (ctx, graph) = unsafe { (context(backend), &*cgraph) };
-    let queue = ops::Queue { gpu: ctx.gpu.as_ref(), stream: ctx.stream };
+    let queue = ops::Queue { gpu: ctx.gpu.as_ref(), stream: ctx.stream, scratch: &ctx.scratch };
     for node in graph.nodes() {
         if node.is_empty() || ops::is_layout_only(node.op) {
             continue;

@@ -14,6 +14,7 @@ pub mod gpus;
 pub mod host_buffer;
 mod ops;
 pub mod registry;
+mod scratch;
 pub mod shape;
 pub mod sources;
 

@@ -174,3 +174,73 @@ fn a_transformer_block_computes_as_on_the_cpu() {
     cuda.free();
     buf.free();
 }
+
+/// A product's weights (made F32 and converted to their type on the CPU), its activations and
+/// its result; the activations are a permuted view of `stored` where `permuted`, as
+/// attention's are.
+struct Product {
+    plain: TensorPtr,
+    w: TensorPtr,
+    stored: TensorPtr,
+    out: TensorPtr,
+}
+
+fn product(c: &mut Context, w_type: Type, ne_w: [i64; 4], ne_x: [i64; 4], permuted: bool) -> Product {
+    let plain = c.new_tensor(Type::F32, &ne_w);
+    let w = c.new_tensor(w_type, &ne_w);
+    let (stored, x) = if permuted {
+        let stored = c.new_tensor(Type::F32, &[ne_x[0], ne_x[2], ne_x[1], ne_x[3]]);
+        (stored, ops::shape::permute(c, stored, 0, 2, 1, 3))
+    } else {
+        let x = c.new_tensor(Type::F32, &ne_x);
+        (x, x)
+    };
+    let out = ops::matmul::mul_mat(c, w, x);
+    Product { plain, w, stored, out }
+}
+
+#[test]
+fn batch_products_go_through_the_gemm_as_on_the_cpu() {
+    // (weights, their shape, the activations' shape, permuted activations, largest NMSE): more
+    // columns than the vector kernel takes; the last two share each weight matrix between two
+    // activation matrices along dimension 2 and along dimension 3, as grouped-query attention does
+    let cases = [
+        (Type::F32, [64, 40, 1, 1], [64, 33, 1, 1], false, 1e-10),
+        (Type::F16, [64, 40, 1, 1], [64, 9, 1, 1], false, 1e-6),
+        (Type::BF16, [64, 40, 1, 1], [64, 33, 1, 1], false, 1e-4),
+        (Type::Q4_0, [64, 40, 1, 1], [64, 33, 1, 1], false, 1e-4),
+        (Type::Q4_K, [256, 24, 1, 1], [256, 17, 1, 1], false, 1e-4),
+        (Type::F16, [64, 20, 2, 1], [64, 12, 4, 2], true, 1e-6),
+        (Type::F32, [64, 20, 2, 1], [64, 12, 2, 3], false, 1e-10),
+    ];
+    // SAFETY: the device's backend is live until freed below.
+    let cuda = unsafe { BackendPtr::from_raw(device().init_backend(None)) }.expect("a CUDA backend");
+    for (w_type, ne_w, ne_x, permuted, limit) in cases {
+        let mut c = ctx();
+        let mut rng = Rng::new(7);
+        let cpu = product(&mut c, w_type, ne_w, ne_x, permuted);
+        random(cpu.plain, &mut rng, -0.5, 0.5);
+        random(cpu.stored, &mut rng, -1.0, 1.0);
+        let graph = new_graph_custom(&mut c, 16, false);
+        graph.get_mut().build_forward_expand(ops::shape::cpy(&mut c, cpu.plain, cpu.w));
+        graph.get_mut().build_forward_expand(cpu.out);
+        assert_eq!(crate::cpu::api::graph_compute_with_ctx(&mut c, &graph, 2), Status::SUCCESS);
+
+        let mut d = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
+        let dev = product(&mut d, w_type, ne_w, ne_x, permuted);
+        let buf = alloc_ctx_tensors(&d, device().buffer_type_handle()).expect("a device buffer");
+        tensor_set(dev.w, &bytes(cpu.w), 0);
+        tensor_set(dev.stored, &bytes(cpu.stored), 0);
+        let graph = new_graph_custom(&mut d, 16, false);
+        graph.get_mut().build_forward_expand(dev.out);
+        assert_eq!(cuda.graph_compute(graph.get_mut()), Status::SUCCESS);
+        let mut raw = vec![0u8; dev.out.nbytes()];
+        tensor_get(dev.out, &mut raw, 0);
+        let got: Vec<f64> =
+            raw.chunks_exact(4).map(|c| f64::from(f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))).collect();
+        let err = nmse(&got, &values(cpu.out));
+        assert!(err < limit, "{w_type:?} {ne_w:?} x {ne_x:?}: nmse {err:e}");
+        buf.free();
+    }
+    cuda.free();
+}

@@ -1,6 +1,7 @@
 // Values moving between layouts and types: GET_ROWS (any float or block type of the prelude
 // into F32), SET_ROWS (F32 into float or block rows), and CPY/DUP/CONT between float types or from
-// F32 into a block type. Quantization is ggml's reference rounding, one thread per block.
+// F32 into a block type, and the dense F32/F16/BF16 operands of a GEMM from any of those.
+// Quantization is ggml's reference rounding, one thread per block.
 // shared-memory budget: 0 bytes
 #include "prelude.cuh"
 
@@ -185,5 +186,25 @@ extern "C" __global__ void copy_to_blocks(shape ss, const char * src, shape sd, 
             x[j] = load_f32(src + offset_of(ss, ss.ne[0], 32 * b + j));
         }
         quantize_block(td, x, dst + offset_of(sd, sd.ne[0] / 32, b));
+    }
+}
+
+// ---- operands of a GEMM --------------------------------------------------------------------
+
+// The rows of `ss` (any type `row_value` reads; rows of whole groups of 32 values) written
+// packed as `td` (F32, F16 or BF16) at `dst`, in logical row order: the dense matrices a cuBLAS
+// product takes. One thread per group of 32 values, decoded together.
+extern "C" __global__ void unpack_rows(shape ss, const char * src, int ts, char * dst, int td) {
+    const i64 groups = ss.ne[0] / 32;
+    const i64 size = td == TYPE_F32 ? 4 : 2;
+    GRID_STRIDE(i, groups * shape_rows(ss)) {
+        const i64 r = i / groups;
+        const i64 g = i % groups;
+        float v[32];
+        group_values(ts, src + shape_row_offset(ss, r), g, v);
+        char * out = dst + (r * ss.ne[0] + 32 * g) * size;
+        for (int j = 0; j < 32; ++j) {
+            store_as(td, out + j * size, v[j]);
+        }
     }
 }

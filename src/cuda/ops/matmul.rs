@@ -1,20 +1,26 @@
-//! MUL_MAT and MUL_MAT_ID (kernels/matvec.cu): a warp per weight row reads each weight once
-//! for up to eight activation columns; wider batches are taken eight columns at a time.
+//! MUL_MAT and MUL_MAT_ID. Up to eight activation columns (token generation, small batches):
+//! kernels/matvec.cu, a warp per weight row reading each weight once for every column. Wider
+//! batches of MUL_MAT: a GEMM (cuBLAS on a GPU) of dense operands, the weights unpacked to F16
+//! unless they are F32 or BF16, and the activations converted to the weights' type.
 
-use super::{Queue, data, is_decodable, launch, packed_rows, shape, src};
+use super::{ELEMENT_THREADS, Queue, data, grid_for, is_decodable, launch, packed_rows, shape, src};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
-use crate::cuda::gpu::{GpuResult, Kernel};
+use crate::cuda::gpu::{DevicePtr, Gemm, GemmType, GpuResult, Kernel};
 use crate::cuda::shape::Shape;
 
 const MUL_MAT_VEC: Kernel = Kernel { source: "matvec", name: "mul_mat_vec" };
 const MUL_MAT_ID_VEC: Kernel = Kernel { source: "matvec", name: "mul_mat_id_vec" };
+const UNPACK_ROWS: Kernel = Kernel { source: "convert", name: "unpack_rows" };
 
-/// Columns one launch of the product takes (the kernel's `MAX_COLS`).
+/// Columns one launch of the vector product takes (the kernel's `MAX_COLS`); wider batches go
+/// through the GEMM.
 const MAX_COLS: i64 = 8;
 /// Threads per block: four warps, a weight row each.
 const THREADS: u32 = 128;
 const WARPS: i64 = THREADS as i64 / 32;
+/// Scratch operands start on this boundary, as cuBLAS prefers.
+const OPERAND_ALIGNMENT: usize = 256;
 
 /// Weights the product kernels decode: rows of whole groups of 32 values (and of whole
 /// blocks), packed.
@@ -34,15 +40,128 @@ pub fn supports_mul_mat(node: &Tensor) -> bool {
 }
 
 pub fn mul_mat(q: &Queue, node: &Tensor) -> GpuResult<()> {
+    if src(node, 1).ne[1] <= MAX_COLS { mul_mat_vec(q, node) } else { mul_mat_gemm(q, node) }
+}
+
+fn mul_mat_vec(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (w, x) = (src(node, 0), src(node, 1));
     let grid = [((w.ne[1] + WARPS - 1) / WARPS) as u32, (x.ne[2] * x.ne[3]) as u32, 1];
-    let (mut sx, mut sd) = (shape(x), shape(node));
-    for first in (0..x.ne[1]).step_by(MAX_COLS as usize) {
-        let cols = (x.ne[1] - first).min(MAX_COLS);
-        (sx.ne[1], sd.ne[1]) = (cols, cols);
-        let x_at = data(x) + (first * sx.nb[1]) as u64;
-        let d_at = data(node) + (first * sd.nb[1]) as u64;
-        launch!(q, MUL_MAT_VEC, grid, THREADS; shape(w), data(w), w.type_.0, sx, x_at, sd, d_at)?;
+    launch!(q, MUL_MAT_VEC, grid, THREADS; shape(w), data(w), w.type_.0, shape(x), data(x), shape(node), data(node))
+}
+
+/// The element type a GEMM multiplies weights of type `t` in: their own for F32 and BF16, F16
+/// for F16 and every quantized type (wide enough for their values, and cuBLAS's fast path).
+fn gemm_type(t: Type) -> GemmType {
+    match t {
+        Type::F32 => GemmType::F32,
+        Type::BF16 => GemmType::BF16,
+        _ => GemmType::F16,
+    }
+}
+
+fn ggml_type(t: GemmType) -> Type {
+    match t {
+        GemmType::F32 => Type::F32,
+        GemmType::F16 => Type::F16,
+        GemmType::BF16 => Type::BF16,
+    }
+}
+
+/// A stack of matrices as a GEMM reads it: rows of packed values of one type, at byte
+/// strides `nb` (ggml's) from `at`.
+struct Operand {
+    at: DevicePtr,
+    nb: [usize; 4],
+    ty: GemmType,
+}
+
+impl Operand {
+    /// The tensor itself, when its rows are packed values of `ty`; `None` when it must be
+    /// unpacked first.
+    fn in_place(t: &Tensor, ty: GemmType) -> Option<Operand> {
+        let fits = t.type_ == ggml_type(ty) && packed_rows(t) && t.nb.iter().all(|&n| n % ty.size() == 0);
+        fits.then(|| Operand { at: data(t), nb: t.nb, ty })
+    }
+
+    /// Bytes of `t` unpacked into a dense stack of `ty`.
+    fn unpacked_bytes(t: &Tensor, ty: GemmType) -> usize {
+        t.nelements() as usize * ty.size()
+    }
+
+    /// Queues the unpacking of `t` into dense `ty` at `to`, which holds
+    /// [`Operand::unpacked_bytes`].
+    fn unpack(q: &Queue, t: &Tensor, ty: GemmType, to: DevicePtr) -> GpuResult<Operand> {
+        let rows = t.ne[1] * t.ne[2] * t.ne[3];
+        let td = ggml_type(ty).0;
+        launch!(q, UNPACK_ROWS, grid_for(t.ne[0] / 32 * rows), ELEMENT_THREADS; shape(t), data(t), t.type_.0, to, td)?;
+        let size = ty.size();
+        let ne = t.ne.map(|n| n as usize);
+        let nb = [size, size * ne[0], size * ne[0] * ne[1], size * ne[0] * ne[1] * ne[2]];
+        Ok(Operand { at: to, nb, ty })
+    }
+
+    /// Where matrix (i2, i3) starts.
+    fn matrix(&self, i2: i64, i3: i64) -> DevicePtr {
+        self.at + (i2 as usize * self.nb[2] + i3 as usize * self.nb[3]) as DevicePtr
+    }
+
+    /// Elements from one row (cuBLAS's column) to the next.
+    fn ld(&self) -> usize {
+        self.nb[1] / self.ty.size()
+    }
+
+    /// Elements from one matrix to the next along dimension 2.
+    fn stride(&self) -> usize {
+        self.nb[2] / self.ty.size()
+    }
+}
+
+/// The product as GEMMs: one per weight matrix, batched over the activation matrices that
+/// share it (`r2` of them where ggml broadcasts the weights, as grouped-query attention
+/// does), or one per i3 batched over all of dimension 2 where nothing is shared.
+fn mul_mat_gemm(q: &Queue, node: &Tensor) -> GpuResult<()> {
+    let (w, x) = (src(node, 0), src(node, 1));
+    let ty = gemm_type(w.type_);
+    let (w_here, x_here) = (Operand::in_place(w, ty), Operand::in_place(x, ty));
+    let w_bytes = if w_here.is_some() { 0 } else { Operand::unpacked_bytes(w, ty).next_multiple_of(OPERAND_ALIGNMENT) };
+    let x_bytes = if x_here.is_some() { 0 } else { Operand::unpacked_bytes(x, ty) };
+    let scratch = if w_bytes + x_bytes > 0 { q.scratch(w_bytes + x_bytes)? } else { 0 };
+    let a = match w_here {
+        Some(a) => a,
+        None => Operand::unpack(q, w, ty, scratch)?,
+    };
+    let b = match x_here {
+        Some(b) => b,
+        None => Operand::unpack(q, x, ty, scratch + w_bytes as DevicePtr)?,
+    };
+    let d = Operand { at: data(node), nb: node.nb, ty: GemmType::F32 };
+
+    let (r2, r3) = (x.ne[2] / w.ne[2], x.ne[3] / w.ne[3]);
+    let (products, batch, stride_a) = if r2 == 1 { (1, x.ne[2], a.stride()) } else { (w.ne[2], r2, 0) };
+    for i13 in 0..x.ne[3] {
+        for i02 in 0..products {
+            let i12 = i02 * r2;
+            let g = Gemm {
+                m: w.ne[1] as usize,
+                n: x.ne[1] as usize,
+                k: w.ne[0] as usize,
+                a: a.matrix(i02, i13 / r3),
+                a_type: ty,
+                lda: a.ld(),
+                stride_a,
+                x: b.matrix(i12, i13),
+                x_type: ty,
+                ldx: b.ld(),
+                stride_x: b.stride(),
+                d: d.matrix(i12, i13),
+                ldd: d.ld(),
+                stride_d: d.stride(),
+                batch: batch as usize,
+            };
+            // SAFETY: the operands are this device's tensors, or their copies in scratch memory
+            // sized for them; every matrix named lies within them.
+            unsafe { q.gpu.gemm(q.stream, &g)? };
+        }
     }
     Ok(())
 }

@@ -12,19 +12,26 @@ mod rows;
 
 use std::ffi::c_void;
 
-use super::gpu::{Gpu, GpuResult, Kernel, Stream};
+use super::gpu::{DevicePtr, Gpu, GpuResult, Kernel, Stream};
+use super::scratch::Scratch;
 use super::shape::Shape;
 use crate::core::op::Op;
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
 
-/// Where a graph's launches go: one GPU, one stream.
+/// Where a graph's launches go: one GPU, one stream, and the stream's scratch memory.
 pub struct Queue<'a> {
     pub gpu: &'a dyn Gpu,
     pub stream: Stream,
+    pub scratch: &'a Scratch,
 }
 
 impl Queue<'_> {
+    /// `bytes` of device memory for this op's launches, reused by the next op.
+    fn scratch(&self, bytes: usize) -> GpuResult<DevicePtr> {
+        self.scratch.get(self.gpu, self.stream, bytes)
+    }
+
     /// Queues `kernel` on `grid` blocks of `threads` threads.
     ///
     /// # Safety
