@@ -1,4 +1,4 @@
-//! Device memory a backend's kernels use between two launches of one op (the F16 copy of a
+//! Device memory a backend's kernels use between two launches of one op (the F32 copy of a
 //! quantized weight before a product, say): one allocation per backend, grown when an op
 //! asks for more, reused by every op after it.
 //!

@@ -1,7 +1,8 @@
 // Values moving between layouts and types: GET_ROWS (any float or block type of the prelude
 // into F32), SET_ROWS (F32 into float or block rows), and CPY/DUP/CONT between float types or from
-// F32 into a block type, and the dense F32/F16/BF16 operands of a GEMM from any of those.
-// Quantization is ggml's reference rounding, one thread per block.
+// F32 into a block type, the dense F32/F16/BF16 operands of a GEMM from any of those, and
+// activations rounded as the CPU rounds them for its products. Quantization is ggml's
+// reference rounding, one thread per block.
 // shared-memory budget: 0 bytes
 #include "prelude.cuh"
 
@@ -205,6 +206,44 @@ extern "C" __global__ void unpack_rows(shape ss, const char * src, int ts, char 
         char * out = dst + (r * ss.ne[0] + 32 * g) * size;
         for (int j = 0; j < 32; ++j) {
             store_as(td, out + j * size, v[j]);
+        }
+    }
+}
+
+// ---- activations rounded as the CPU rounds them --------------------------------------------
+
+// The F32 rows of `sx` written packed as `td` (F32 or F16) at `dst`, each value rounded
+// through the 8-bit blocks the CPU backend quantizes activations to before it multiplies them
+// by quantized weights: blocks of 32 (`block` 32: Q8_0 and Q8_1, scale amax/127 kept as F16,
+// quants rounded half to even) or of 256 (`block` 256: Q8_K, scale max/-127 kept as F32).
+// One thread per block; rows are whole blocks.
+extern "C" __global__ void round_activations(shape sx, const char * x, int block, char * dst, int td) {
+    const i64 blocks = sx.ne[0] / block;
+    const i64 size = td == TYPE_F32 ? 4 : 2;
+    GRID_STRIDE(i, blocks * shape_rows(sx)) {
+        const i64 r = i / blocks;
+        const i64 b = i % blocks;
+        const float * v = (const float *) (x + shape_row_offset(sx, r)) + b * block;
+        char * out = dst + (r * sx.ne[0] + b * block) * size;
+        float amax = 0.0f;
+        float max = 0.0f;
+        for (int j = 0; j < block; ++j) {
+            if (fabsf(v[j]) > amax) {
+                amax = fabsf(v[j]);
+                max = v[j];
+            }
+        }
+        float d = 0.0f;
+        float id = 0.0f;
+        if (amax != 0.0f && block == 32) {
+            d = f16_to_f32(f32_to_f16(amax / 127.0f));
+            id = 127.0f / amax;
+        } else if (amax != 0.0f) {
+            id = -127.0f / max;
+            d = 1.0f / id;
+        }
+        for (int j = 0; j < block; ++j) {
+            store_as(td, out + j * size, d * fminf(rintf(v[j] * id), 127.0f));
         }
     }
 }

@@ -1,7 +1,16 @@
 //! MUL_MAT and MUL_MAT_ID. Up to eight activation columns (token generation, small batches):
 //! kernels/matvec.cu, a warp per weight row reading each weight once for every column. Wider
-//! batches of MUL_MAT: a GEMM (cuBLAS on a GPU) of dense operands, the weights unpacked to F16
-//! unless they are F32 or BF16, and the activations converted to the weights' type.
+//! batches of MUL_MAT: a GEMM (cuBLAS on a GPU) of dense operands: F32, F16 and BF16 weights
+//! as they are, with the activations converted to their type as the CPU converts them;
+//! quantized weights unpacked to F32.
+//!
+//! Activations meeting quantized weights are first rounded through the 8-bit blocks the CPU
+//! backend quantizes them to (Q8_0/Q8_1, or Q8_K for the 256-value formats), as the
+//! reference's CUDA kernels also quantize them. Each term of the product is then the CPU's
+//! exactly (a quantized weight and a rounded activation are both exact in F32, not in F16),
+//! and only the order of the sums differs. That matters more than it seems: a rounding to 8
+//! bits turns any difference in its input into a whole step now and then, so the small errors
+//! of F16 weights grow layer after layer into the size of the quantization noise.
 
 use super::{ELEMENT_THREADS, Queue, data, grid_for, is_decodable, launch, packed_rows, shape, src};
 use crate::core::tensor::Tensor;
@@ -12,6 +21,7 @@ use crate::cuda::shape::Shape;
 const MUL_MAT_VEC: Kernel = Kernel { source: "matvec", name: "mul_mat_vec" };
 const MUL_MAT_ID_VEC: Kernel = Kernel { source: "matvec", name: "mul_mat_id_vec" };
 const UNPACK_ROWS: Kernel = Kernel { source: "convert", name: "unpack_rows" };
+const ROUND_ACTIVATIONS: Kernel = Kernel { source: "convert", name: "round_activations" };
 
 /// Columns one launch of the vector product takes (the kernel's `MAX_COLS`); wider batches go
 /// through the GEMM.
@@ -45,17 +55,50 @@ pub fn mul_mat(q: &Queue, node: &Tensor) -> GpuResult<()> {
 
 fn mul_mat_vec(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (w, x) = (src(node, 0), src(node, 1));
+    let (sx, x_at) = activations_f32(q, x, w.type_)?;
     let grid = [((w.ne[1] + WARPS - 1) / WARPS) as u32, (x.ne[2] * x.ne[3]) as u32, 1];
-    launch!(q, MUL_MAT_VEC, grid, THREADS; shape(w), data(w), w.type_.0, shape(x), data(x), shape(node), data(node))
+    launch!(q, MUL_MAT_VEC, grid, THREADS; shape(w), data(w), w.type_.0, sx, x_at, shape(node), data(node))
 }
 
-/// The element type a GEMM multiplies weights of type `t` in: their own for F32 and BF16, F16
-/// for F16 and every quantized type (wide enough for their values, and cuBLAS's fast path).
+/// Values per block of the 8-bit format the CPU backend rounds activations to before it
+/// multiplies them by weights of type `t`; `None` for the float types, whose products take
+/// the activations as they are.
+fn activation_block(t: Type) -> Option<i32> {
+    match t {
+        Type::F32 | Type::F16 | Type::BF16 => None,
+        Type::Q2_K | Type::Q3_K | Type::Q4_K | Type::Q5_K | Type::Q6_K | Type::IQ4_XS => Some(256),
+        _ => Some(32),
+    }
+}
+
+/// Queues the rounding of F32 activations `x` for weights of `w_type`, written packed as `ty`
+/// at `to` (which holds `x.nelements()` values of `ty`); `None` when there is no rounding to do.
+fn round_activations(q: &Queue, x: &Tensor, w_type: Type, ty: GemmType, to: DevicePtr) -> GpuResult<Option<Operand>> {
+    let Some(block) = activation_block(w_type) else { return Ok(None) };
+    let blocks = x.nelements() / i64::from(block);
+    let td = ggml_type(ty).0;
+    launch!(q, ROUND_ACTIVATIONS, grid_for(blocks), ELEMENT_THREADS; shape(x), data(x), block, to, td)?;
+    Ok(Some(Operand::packed(x, ty, to)))
+}
+
+/// The activations of a vector product as its kernel reads them: `x` itself, or its rounded
+/// copy in scratch memory.
+fn activations_f32(q: &Queue, x: &Tensor, w_type: Type) -> GpuResult<(Shape, DevicePtr)> {
+    if activation_block(w_type).is_none() {
+        return Ok((shape(x), data(x)));
+    }
+    let to = q.scratch(Operand::unpacked_bytes(x, GemmType::F32))?;
+    let rounded = round_activations(q, x, w_type, GemmType::F32, to)?.expect("quantized weights round");
+    Ok((rounded.shape(x), rounded.at))
+}
+
+/// The element type a GEMM multiplies weights of type `t` in: their own for the float types,
+/// F32 for the quantized ones, whose values F16 cannot hold exactly.
 fn gemm_type(t: Type) -> GemmType {
     match t {
-        Type::F32 => GemmType::F32,
+        Type::F16 => GemmType::F16,
         Type::BF16 => GemmType::BF16,
-        _ => GemmType::F16,
+        _ => GemmType::F32,
     }
 }
 
@@ -94,10 +137,20 @@ impl Operand {
         let rows = t.ne[1] * t.ne[2] * t.ne[3];
         let td = ggml_type(ty).0;
         launch!(q, UNPACK_ROWS, grid_for(t.ne[0] / 32 * rows), ELEMENT_THREADS; shape(t), data(t), t.type_.0, to, td)?;
+        Ok(Operand::packed(t, ty, to))
+    }
+
+    /// A dense stack of `ty` shaped as `t`, at `at`.
+    fn packed(t: &Tensor, ty: GemmType, at: DevicePtr) -> Operand {
         let size = ty.size();
         let ne = t.ne.map(|n| n as usize);
         let nb = [size, size * ne[0], size * ne[0] * ne[1], size * ne[0] * ne[1] * ne[2]];
-        Ok(Operand { at: to, nb, ty })
+        Operand { at, nb, ty }
+    }
+
+    /// The kernels' description of this stack, shaped as `t`.
+    fn shape(&self, t: &Tensor) -> Shape {
+        Shape { ne: t.ne, nb: self.nb.map(|n| n as i64) }
     }
 
     /// Where matrix (i2, i3) starts.
@@ -122,7 +175,8 @@ impl Operand {
 fn mul_mat_gemm(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (w, x) = (src(node, 0), src(node, 1));
     let ty = gemm_type(w.type_);
-    let (w_here, x_here) = (Operand::in_place(w, ty), Operand::in_place(x, ty));
+    let w_here = Operand::in_place(w, ty);
+    let x_here = activation_block(w.type_).is_none().then(|| Operand::in_place(x, ty)).flatten();
     let w_bytes = if w_here.is_some() { 0 } else { Operand::unpacked_bytes(w, ty).next_multiple_of(OPERAND_ALIGNMENT) };
     let x_bytes = if x_here.is_some() { 0 } else { Operand::unpacked_bytes(x, ty) };
     let scratch = if w_bytes + x_bytes > 0 { q.scratch(w_bytes + x_bytes)? } else { 0 };
@@ -130,9 +184,13 @@ fn mul_mat_gemm(q: &Queue, node: &Tensor) -> GpuResult<()> {
         Some(a) => a,
         None => Operand::unpack(q, w, ty, scratch)?,
     };
+    let x_at = scratch + w_bytes as DevicePtr;
     let b = match x_here {
         Some(b) => b,
-        None => Operand::unpack(q, x, ty, scratch + w_bytes as DevicePtr)?,
+        None => match round_activations(q, x, w.type_, ty, x_at)? {
+            Some(rounded) => rounded,
+            None => Operand::unpack(q, x, ty, x_at)?,
+        },
     };
     let d = Operand { at: data(node), nb: node.nb, ty: GemmType::F32 };
 
@@ -178,8 +236,8 @@ pub fn supports_mul_mat_id(node: &Tensor) -> bool {
 
 pub fn mul_mat_id(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (w, x, ids) = (src(node, 0), src(node, 1), src(node, 2));
+    let (sx, x_at) = activations_f32(q, x, w.type_)?;
     let grid = [((w.ne[1] + WARPS - 1) / WARPS) as u32, (ids.ne[0] * ids.ne[1]) as u32, 1];
-    let sw: Shape = shape(w);
     launch!(q, MUL_MAT_ID_VEC, grid, THREADS;
-        sw, data(w), w.type_.0, shape(x), data(x), shape(ids), data(ids), shape(node), data(node))
+        shape(w), data(w), w.type_.0, sx, x_at, shape(ids), data(ids), shape(node), data(node))
 }
