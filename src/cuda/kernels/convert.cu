@@ -1,8 +1,8 @@
 // Values moving between layouts and types: GET_ROWS (any float or block type of the prelude
-// into F32), SET_ROWS (F32 into float or block rows), and CPY/DUP/CONT between float types or from
-// F32 into a block type, the dense F32/F16/BF16 operands of a GEMM from any of those, and
-// activations rounded as the CPU rounds them for its products. Quantization is ggml's
-// reference rounding, one thread per block.
+// into F32), SET_ROWS (F32 into float or block rows), CPY/DUP/CONT (between float types, from
+// any decodable type into a float type, or from F32 into a block type), the dense F32/F16/BF16
+// operands of a GEMM, and activations rounded as the CPU rounds them for its products.
+// Quantization is ggml's reference rounding, one thread per block.
 // shared-memory budget: 0 bytes
 #include "prelude.cuh"
 
@@ -169,10 +169,19 @@ extern "C" __global__ void set_rows(shape ss, const char * src, shape si, const 
 
 // ---- CPY, DUP, CONT ------------------------------------------------------------------------
 
-// Element i of the source in logical order becomes element i of dst, between float types.
+// Element i of the source in logical order becomes element i of dst, a float type: from a
+// float type (any strides), or decoded from any type `row_value` reads (rows of whole blocks).
 extern "C" __global__ void copy_float(shape ss, const char * src, int ts, shape sd, char * dst, int td) {
+    const bool plain = ts == TYPE_F32 || ts == TYPE_F16 || ts == TYPE_BF16;
     GRID_STRIDE(i, shape_elements(sd)) {
-        const float v = row_value(ts, src + offset_of(ss, ss.ne[0], i), 0);
+        float v;
+        if (plain) {
+            v = row_value(ts, src + offset_of(ss, ss.ne[0], i), 0);
+        } else {
+            i64 c[4];
+            shape_coords(ss, ss.ne[0], i, c);
+            v = row_value(ts, src + shape_offset(ss, 0, c[1], c[2], c[3]), c[0]);
+        }
         store_as(td, dst + offset_of(sd, sd.ne[0], i), v);
     }
 }

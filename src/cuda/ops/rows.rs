@@ -58,6 +58,7 @@ pub fn supports_copy(node: &Tensor) -> bool {
     }
     is_plain_copy(from, node)
         || (is_float(from.type_) && is_float(node.type_))
+        || (is_decodable(from.type_) && is_float(node.type_) && packed_rows(from))
         || (from.type_ == Type::F32 && is_block32(node.type_) && node.ne[0] % 32 == 0 && packed_rows(node))
 }
 
