@@ -14,17 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures = 0;
-static int checks = 0;
-
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        checks++;                                                                \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                        \
-    } while (0)
+#include "check.h"
 
 // ---- log capture ----
 

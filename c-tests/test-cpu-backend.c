@@ -14,17 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
-static int checks = 0;
-
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        checks++;                                                                \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                        \
-    } while (0)
+#include "check.h"
 
 // A is 4 rows of 2, B is 3 rows of 2: mul_mat(A + A, B) is 3 rows of 4.
 static const float A[4 * 2] = { 2, 8, 5, 1, 4, 2, 8, 6 };

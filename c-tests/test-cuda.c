@@ -12,17 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-static int checks = 0;
-
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        checks++;                                                                \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                        \
-    } while (0)
+#include "check.h"
 
 static void without_a_gpu(void) {
     CHECK(ggml_backend_cuda_get_device_count() == 0);

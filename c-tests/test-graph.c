@@ -11,17 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-static int failures = 0;
-static int checks = 0;
-
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        checks++;                                                                \
-        if (!(cond)) {                                                           \
-            failures++;                                                          \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-        }                                                                        \
-    } while (0)
+#include "check.h"
 
 static struct ggml_context * new_ctx(size_t size, bool no_alloc) {
     struct ggml_init_params params = { size, NULL, no_alloc };
