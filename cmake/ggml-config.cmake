@@ -107,51 +107,28 @@ if(NOT TARGET ggml::ggml)
     endif()
   endforeach()
 
-  add_library(ggml::ggml-base SHARED IMPORTED)
-  set_target_properties(ggml::ggml-base
-    PROPERTIES
-      IMPORTED_LOCATION "${GGML_LIB_DIR}/libggml-base.so.0"
-      IMPORTED_SONAME "libggml-base.so.0"
-      INTERFACE_INCLUDE_DIRECTORIES "${GGML_INCLUDE_DIR}"
-      INTERFACE_LINK_LIBRARIES "Threads::Threads")
+  # An imported target for lib<name>.so.0, linked to `deps`.
+  function(_ggml_import name deps)
+    add_library(ggml::${name} SHARED IMPORTED)
+    set_target_properties(ggml::${name}
+      PROPERTIES
+        IMPORTED_LOCATION "${GGML_LIB_DIR}/lib${name}.so.0"
+        IMPORTED_SONAME "lib${name}.so.0"
+        INTERFACE_INCLUDE_DIRECTORIES "${GGML_INCLUDE_DIR}"
+        INTERFACE_LINK_LIBRARIES "${deps}")
+  endfunction()
 
-  add_library(ggml::ggml-cpu SHARED IMPORTED)
-  set_target_properties(ggml::ggml-cpu
-    PROPERTIES
-      IMPORTED_LOCATION "${GGML_LIB_DIR}/libggml-cpu.so.0"
-      IMPORTED_SONAME "libggml-cpu.so.0"
-      INTERFACE_INCLUDE_DIRECTORIES "${GGML_INCLUDE_DIR}"
-      INTERFACE_COMPILE_FEATURES c_std_90
-      INTERFACE_LINK_LIBRARIES "ggml::ggml-base")
-  message(STATUS "Found ${GGML_LIB_DIR}/libggml-cpu.so.0")
-
-  add_library(ggml::ggml SHARED IMPORTED)
-  set_target_properties(ggml::ggml
-    PROPERTIES
-      IMPORTED_LOCATION "${GGML_LIB_DIR}/libggml.so.0"
-      IMPORTED_SONAME "libggml.so.0"
-      INTERFACE_INCLUDE_DIRECTORIES "${GGML_INCLUDE_DIR}"
-      INTERFACE_LINK_LIBRARIES "ggml::ggml-base;ggml::ggml-cpu")
-
-  add_library(ggml::ggml-rpc SHARED IMPORTED)
-  set_target_properties(ggml::ggml-rpc
-    PROPERTIES
-      IMPORTED_LOCATION "${GGML_LIB_DIR}/libggml-rpc.so.0"
-      IMPORTED_SONAME "libggml-rpc.so.0"
-      INTERFACE_INCLUDE_DIRECTORIES "${GGML_INCLUDE_DIR}"
-      INTERFACE_LINK_LIBRARIES "ggml::ggml-base")
-  message(STATUS "Found ${GGML_LIB_DIR}/libggml-rpc.so.0")
-
+  _ggml_import(ggml-base "Threads::Threads")
+  _ggml_import(ggml-cpu "ggml::ggml-base")
+  set_target_properties(ggml::ggml-cpu PROPERTIES INTERFACE_COMPILE_FEATURES c_std_90)
+  _ggml_import(ggml "ggml::ggml-base;ggml::ggml-cpu")
+  _ggml_import(ggml-rpc "ggml::ggml-base")
   # ggml-cuda.h's functions; the backend finds the driver at run time and lists no device
   # where there is none, so the package offers it on every machine, as a CUDA build would.
-  add_library(ggml::ggml-cuda SHARED IMPORTED)
-  set_target_properties(ggml::ggml-cuda
-    PROPERTIES
-      IMPORTED_LOCATION "${GGML_LIB_DIR}/libggml-cuda.so.0"
-      IMPORTED_SONAME "libggml-cuda.so.0"
-      INTERFACE_INCLUDE_DIRECTORIES "${GGML_INCLUDE_DIR}"
-      INTERFACE_LINK_LIBRARIES "ggml::ggml-base")
-  message(STATUS "Found ${GGML_LIB_DIR}/libggml-cuda.so.0")
+  _ggml_import(ggml-cuda "ggml::ggml-base")
+  foreach(_ggml_backend ggml-cpu ggml-rpc ggml-cuda)
+    message(STATUS "Found ${GGML_LIB_DIR}/lib${_ggml_backend}.so.0")
+  endforeach()
 
   add_library(ggml::all INTERFACE IMPORTED)
   set_target_properties(ggml::all
