@@ -71,24 +71,21 @@ fn activation_block(t: Type) -> Option<i32> {
     }
 }
 
-/// Queues the rounding of F32 activations `x` for weights of `w_type`, written packed as `ty`
-/// at `to` (which holds `x.nelements()` values of `ty`); `None` when there is no rounding to do.
-fn round_activations(q: &Queue, x: &Tensor, w_type: Type, ty: GemmType, to: DevicePtr) -> GpuResult<Option<Operand>> {
-    let Some(block) = activation_block(w_type) else { return Ok(None) };
+/// Queues the rounding of F32 activations `x` through 8-bit blocks of `block` values, written
+/// packed as `ty` at `to` (which holds `x.nelements()` values of `ty`).
+fn round_activations(q: &Queue, x: &Tensor, block: i32, ty: GemmType, to: DevicePtr) -> GpuResult<Operand> {
     let blocks = x.nelements() / i64::from(block);
     let td = ggml_type(ty).0;
     launch!(q, ROUND_ACTIVATIONS, grid_for(blocks), ELEMENT_THREADS; shape(x), data(x), block, to, td)?;
-    Ok(Some(Operand::packed(x, ty, to)))
+    Ok(Operand::packed(x, ty, to))
 }
 
 /// The activations of a vector product as its kernel reads them: `x` itself, or its rounded
 /// copy in scratch memory.
 fn activations_f32(q: &Queue, x: &Tensor, w_type: Type) -> GpuResult<(Shape, DevicePtr)> {
-    if activation_block(w_type).is_none() {
-        return Ok((shape(x), data(x)));
-    }
+    let Some(block) = activation_block(w_type) else { return Ok((shape(x), data(x))) };
     let to = q.scratch(Operand::unpacked_bytes(x, GemmType::F32))?;
-    let rounded = round_activations(q, x, w_type, GemmType::F32, to)?.expect("quantized weights round");
+    let rounded = round_activations(q, x, block, GemmType::F32, to)?;
     Ok((rounded.shape(x), rounded.at))
 }
 
@@ -175,8 +172,9 @@ impl Operand {
 fn mul_mat_gemm(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (w, x) = (src(node, 0), src(node, 1));
     let ty = gemm_type(w.type_);
+    let block = activation_block(w.type_);
     let w_here = Operand::in_place(w, ty);
-    let x_here = activation_block(w.type_).is_none().then(|| Operand::in_place(x, ty)).flatten();
+    let x_here = if block.is_none() { Operand::in_place(x, ty) } else { None };
     let w_bytes = if w_here.is_some() { 0 } else { Operand::unpacked_bytes(w, ty).next_multiple_of(OPERAND_ALIGNMENT) };
     let x_bytes = if x_here.is_some() { 0 } else { Operand::unpacked_bytes(x, ty) };
     let scratch = if w_bytes + x_bytes > 0 { q.scratch(w_bytes + x_bytes)? } else { 0 };
@@ -185,12 +183,10 @@ fn mul_mat_gemm(q: &Queue, node: &Tensor) -> GpuResult<()> {
         None => Operand::unpack(q, w, ty, scratch)?,
     };
     let x_at = scratch + w_bytes as DevicePtr;
-    let b = match x_here {
-        Some(b) => b,
-        None => match round_activations(q, x, w.type_, ty, x_at)? {
-            Some(rounded) => rounded,
-            None => Operand::unpack(q, x, ty, x_at)?,
-        },
+    let b = match (x_here, block) {
+        (Some(b), _) => b,
+        (None, Some(block)) => round_activations(q, x, block, ty, x_at)?,
+        (None, None) => Operand::unpack(q, x, ty, x_at)?,
     };
     let d = Operand { at: data(node), nb: node.nb, ty: GemmType::F32 };
 
