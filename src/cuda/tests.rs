@@ -246,3 +246,81 @@ fn batch_products_go_through_the_gemm_as_on_the_cpu() {
     }
     cuda.free();
 }
+
+/// A MUL_MAT_ID's expert weights (made F32 and converted on the CPU), its activations, its
+/// ids and its result.
+struct ExpertProduct {
+    plain: TensorPtr,
+    w: TensorPtr,
+    x: TensorPtr,
+    ids: TensorPtr,
+    out: TensorPtr,
+}
+
+fn expert_product(c: &mut Context, w_type: Type, ne_w: [i64; 3], ne_x: [i64; 3], slots: i64) -> ExpertProduct {
+    let plain = c.new_tensor(Type::F32, &ne_w);
+    let w = c.new_tensor(w_type, &ne_w);
+    let x = c.new_tensor(Type::F32, &ne_x);
+    let ids = c.new_tensor(Type::I32, &[slots, ne_x[2]]);
+    let out = ops::matmul::mul_mat_id(c, w, x, ids);
+    ExpertProduct { plain, w, x, ids, out }
+}
+
+#[test]
+fn batched_expert_products_group_columns_by_expert() {
+    // (weights, experts' shape, activations' shape, slots a token): more tokens than the
+    // vector kernel takes, so the columns are grouped by expert and multiplied in tiles of 64
+    // rows by 32 columns. 70 and 130 rows leave a partial tile of rows; 200 tokens give some
+    // experts several tiles of columns; activations of one row serve every slot.
+    let cases = [
+        (Type::F32, [64, 70, 4], [64, 2, 40], 2),
+        (Type::F16, [64, 70, 6], [64, 1, 33], 3),
+        (Type::Q4_0, [96, 130, 8], [96, 4, 200], 4),
+        (Type::Q4_K, [256, 40, 5], [256, 2, 24], 2),
+        (Type::MXFP4, [64, 64, 3], [64, 1, 17], 1),
+    ];
+    // SAFETY: the device's backend is live until freed below.
+    let cuda = unsafe { BackendPtr::from_raw(device().init_backend(None)) }.expect("a CUDA backend");
+    for (w_type, ne_w, ne_x, slots) in cases {
+        let mut c = ctx();
+        let mut rng = Rng::new(5);
+        let cpu = expert_product(&mut c, w_type, ne_w, ne_x, slots);
+        random(cpu.plain, &mut rng, -0.5, 0.5);
+        random(cpu.x, &mut rng, -1.0, 1.0);
+        // each token's slots name distinct experts, as a router's top-k does; the last
+        // expert is never chosen
+        let chosen = ne_w[2] - 1;
+        let ids: Vec<u8> = (0..ne_x[2])
+            .flat_map(|_| {
+                let first = rng.uniform(0.0, chosen as f32) as i64;
+                (0..slots).map(move |s| ((first + s) % chosen) as i32)
+            })
+            .flat_map(i32::to_ne_bytes)
+            .collect();
+        // SAFETY: ids holds slots x tokens I32 values in host memory.
+        unsafe { std::ptr::copy_nonoverlapping(ids.as_ptr(), cpu.ids.data.cast::<u8>(), ids.len()) };
+        let graph = new_graph_custom(&mut c, 16, false);
+        graph.get_mut().build_forward_expand(ops::shape::cpy(&mut c, cpu.plain, cpu.w));
+        graph.get_mut().build_forward_expand(cpu.out);
+        assert_eq!(crate::cpu::api::graph_compute_with_ctx(&mut c, &graph, 2), Status::SUCCESS);
+
+        let mut d = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
+        let dev = expert_product(&mut d, w_type, ne_w, ne_x, slots);
+        let buf = alloc_ctx_tensors(&d, device().buffer_type_handle()).expect("a device buffer");
+        for (from, to) in [(cpu.w, dev.w), (cpu.x, dev.x), (cpu.ids, dev.ids)] {
+            tensor_set(to, &bytes(from), 0);
+        }
+        let graph = new_graph_custom(&mut d, 16, false);
+        graph.get_mut().build_forward_expand(dev.out);
+        assert!(cuda.supports_op(dev.out), "{w_type:?} {ne_w:?} x {ne_x:?}");
+        assert_eq!(cuda.graph_compute(graph.get_mut()), Status::SUCCESS);
+        let mut raw = vec![0u8; dev.out.nbytes()];
+        tensor_get(dev.out, &mut raw, 0);
+        let got: Vec<f64> =
+            raw.chunks_exact(4).map(|c| f64::from(f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))).collect();
+        let err = nmse(&got, &values(cpu.out));
+        assert!(err < 1e-10, "{w_type:?} {ne_w:?} x {ne_x:?}, {slots} slots: nmse {err:e}");
+        buf.free();
+    }
+    cuda.free();
+}

@@ -549,3 +549,55 @@ fn mul_mat_id_vec_picks_each_slots_expert() {
         assert!(err < 5e-4, "mul_mat_id_vec {} with {b_cols} columns of b: nmse {err:e}", ty.name());
     }
 }
+
+#[test]
+fn mul_mat_id_tiles_group_columns_by_expert() {
+    let mut c = ctx();
+    let mut rng = Rng::new(12);
+    for (ty, b_cols) in [(Type::F32, 2), (Type::Q4_0, 1), (Type::Q6_K, 2)] {
+        // 5 experts of [256, 70]: 70 rows leave a partial tile; 2 slots for each of 40 tokens,
+        // expert 4 never chosen, expert 0 by 40 columns (two tiles)
+        let plain = c.new_tensor(Type::F32, &[256, 70, 5]);
+        random(plain, &mut rng, -1.0, 1.0);
+        let w = c.new_tensor(ty, &[256, 70, 5]);
+        let q = ops::shape::cpy(&mut c, plain, w);
+        compute_on_cpu(&mut c, q);
+        let x = c.new_tensor(Type::F32, &[256, b_cols, 40]);
+        random(x, &mut rng, -1.0, 1.0);
+        let (slots, tokens, experts) = (2i64, 40i64, 5i32);
+        let ids = c.new_tensor(Type::I32, &[slots, tokens]);
+        let chosen: Vec<i32> = (0..tokens as i32).flat_map(|t| [0, 1 + t % 3]).collect();
+        // SAFETY: ids holds slots x tokens i32.
+        unsafe { std::ptr::copy_nonoverlapping(chosen.as_ptr(), ids.data.cast::<i32>(), chosen.len()) };
+        let y = ops::matmul::mul_mat_id(&mut c, w, x, ids);
+        let want = on_cpu(&mut c, y);
+
+        let columns = slots * tokens;
+        let max_tiles = (columns + 31) / 32 + i64::from(experts);
+        let mut table = vec![-1i32; (1 + 3 * max_tiles + columns) as usize + experts as usize];
+        let (si, pi, pt, mt) = (Shape::of(&ids), ids.data, table.as_mut_ptr(), max_tiles as i32);
+        run("group_by_expert", 1, 256, &mut [arg(&si), arg(&pi), arg(&experts), arg(&mt), arg(&pt)]);
+        // expert 0: tiles of 32 and 8 columns; experts 1..3: 14, 13, 13; expert 4: none
+        let tiles: Vec<&[i32]> = table[1..1 + 3 * table[0] as usize].chunks(3).collect();
+        assert_eq!(tiles, [[0, 0, 32], [0, 32, 8], [1, 40, 14], [2, 54, 13], [3, 67, 13]]);
+        let list = &table[1 + 3 * max_tiles as usize..][..columns as usize];
+        assert!(list[..40].iter().enumerate().all(|(i, &col)| col == 2 * i as i32), "expert 0's columns in order");
+
+        let out = twin(&mut c, y);
+        let (sw, sx, so) = (Shape::of(&w), Shape::of(&x), Shape::of(&out));
+        let (pw, px, po, t, s) = (w.data, x.data, out.data, ty.0, slots as i32);
+        // SAFETY: as in `run`: 2 tiles of rows by every possible tile of columns.
+        assert!(unsafe {
+            launch(
+                "mul_mat_id_tiles",
+                [2, max_tiles as u32, 1],
+                [256, 1, 1],
+                &mut [arg(&sw), arg(&pw), arg(&t), arg(&sx), arg(&px), arg(&s), arg(&pt), arg(&mt), arg(&so), arg(&po)],
+            )
+        });
+        let err = nmse(&values(out), &want);
+        // the CPU rounds the activations of quantized weights to 8 bits, the kernel takes them as given
+        let limit = if ty == Type::F32 { 1e-10 } else { 5e-4 };
+        assert!(err < limit, "mul_mat_id_tiles {} with {b_cols} columns of b: nmse {err:e}", ty.name());
+    }
+}

@@ -256,3 +256,12 @@ extern "C" __global__ void round_activations(shape sx, const char * x, int block
         }
     }
 }
+
+// The F32 rows of `sx` written packed as F32 at `dst`, each value rounded to `through` (F16 or
+// BF16): the activations the CPU backend multiplies by F16 or BF16 weights.
+extern "C" __global__ void round_to_half(shape sx, const char * x, int through, char * dst) {
+    GRID_STRIDE(i, shape_elements(sx)) {
+        const float v = ((const float *) (x + shape_row_offset(sx, i / sx.ne[0])))[i % sx.ne[0]];
+        ((float *) dst)[i] = through == TYPE_BF16 ? bf16_to_f32(f32_to_bf16(v)) : f16_to_f32(f32_to_f16(v));
+    }
+}

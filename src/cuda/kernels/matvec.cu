@@ -63,8 +63,8 @@ extern "C" __global__ void mul_mat_vec(shape sw, const char * w, int type, shape
 }
 
 // MUL_MAT_ID, one activation column per (slot, token): dst[m, e, t] = sum_k w[k, m, ids[e, t]]
-// * x[k, e % x.ne[1], t]. Expert ids are checked by the caller. Grid: x = weight rows / warps
-// per block, y = slots * tokens; each warp takes one weight row.
+// * x[k, e % x.ne[1], t]. Grid: x = weight rows / warps per block, y = slots * tokens; each
+// warp takes one weight row.
 extern "C" __global__ void mul_mat_id_vec(shape sw, const char * w, int type, shape sx, const char * x, shape si,
                                           const char * ids, shape sd, char * d) {
     const int warps = blockDim.x / WARP_SIZE;
@@ -76,6 +76,9 @@ extern "C" __global__ void mul_mat_id_vec(shape sw, const char * w, int type, sh
     const i64 e = blockIdx.y % si.ne[0];
     const i64 t = blockIdx.y / si.ne[0];
     const i64 expert = *(const i32 *) (ids + e * si.nb[0] + t * si.nb[1]);
+    if (expert < 0 || expert >= sw.ne[2]) {
+        return;  // an id naming no expert: the column is left unwritten
+    }
     const char * row = w + m * sw.nb[1] + expert * sw.nb[2];
     const float * col = (const float *) (x + (e % sx.ne[1]) * sx.nb[1] + t * sx.nb[2]);
 

@@ -1,10 +1,10 @@
-//! MUL_MAT and MUL_MAT_ID. Up to eight activation columns (token generation, small batches):
+//! MUL_MAT. Up to eight activation columns (token generation, small batches):
 //! kernels/matvec.cu, a warp per weight row reading each weight once for every column. Wider
-//! batches of MUL_MAT: a GEMM (cuBLAS on a GPU) of dense operands: F32, F16 and BF16 weights
-//! as they are, with the activations converted to their type as the CPU converts them;
+//! batches: a GEMM (cuBLAS on a GPU) of dense operands: F32, F16 and BF16 weights as they are,
 //! quantized weights unpacked to F32.
 //!
-//! Activations meeting quantized weights are first rounded through the 8-bit blocks the CPU
+//! Activations are rounded as the CPU backend rounds them: converted to F16 or BF16 to meet
+//! weights of that type, and to meet quantized weights rounded through the 8-bit blocks the CPU
 //! backend quantizes them to (Q8_0/Q8_1, or Q8_K for the 256-value formats), as the
 //! reference's CUDA kernels also quantize them. Each term of the product is then the CPU's
 //! exactly (a quantized weight and a rounded activation are both exact in F32, not in F16),
@@ -19,27 +19,27 @@ use crate::cuda::gpu::{DevicePtr, Gemm, GemmType, GpuResult, Kernel};
 use crate::cuda::shape::Shape;
 
 const MUL_MAT_VEC: Kernel = Kernel { source: "matvec", name: "mul_mat_vec" };
-const MUL_MAT_ID_VEC: Kernel = Kernel { source: "matvec", name: "mul_mat_id_vec" };
 const UNPACK_ROWS: Kernel = Kernel { source: "convert", name: "unpack_rows" };
 const ROUND_ACTIVATIONS: Kernel = Kernel { source: "convert", name: "round_activations" };
+const ROUND_TO_HALF: Kernel = Kernel { source: "convert", name: "round_to_half" };
 
 /// Columns one launch of the vector product takes (the kernel's `MAX_COLS`); wider batches go
 /// through the GEMM.
-const MAX_COLS: i64 = 8;
-/// Threads per block: four warps, a weight row each.
-const THREADS: u32 = 128;
-const WARPS: i64 = THREADS as i64 / 32;
+pub(super) const MAX_COLS: i64 = 8;
+/// Threads per block of the vector products: four warps, a weight row each.
+pub(super) const THREADS: u32 = 128;
+pub(super) const WARPS: i64 = THREADS as i64 / 32;
 /// Scratch operands start on this boundary, as cuBLAS prefers.
-const OPERAND_ALIGNMENT: usize = 256;
+pub(super) const OPERAND_ALIGNMENT: usize = 256;
 
 /// Weights the product kernels decode: rows of whole groups of 32 values (and of whole
 /// blocks), packed.
-fn weights_ok(w: &Tensor) -> bool {
+pub(super) fn weights_ok(w: &Tensor) -> bool {
     is_decodable(w.type_) && w.ne[0] % 32 == 0 && w.ne[0] % w.type_.blck_size() == 0 && packed_rows(w)
 }
 
 /// Activations the kernels read: F32 columns with packed values.
-fn activations_ok(x: &Tensor) -> bool {
+pub(super) fn activations_ok(x: &Tensor) -> bool {
     x.type_ == Type::F32 && packed_rows(x)
 }
 
@@ -55,19 +55,30 @@ pub fn mul_mat(q: &Queue, node: &Tensor) -> GpuResult<()> {
 
 fn mul_mat_vec(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (w, x) = (src(node, 0), src(node, 1));
-    let (sx, x_at) = activations_f32(q, x, w.type_)?;
+    let to = q.scratch(rounded_bytes(x, w.type_))?;
+    let (sx, x_at) = activations_f32(q, x, w.type_, to)?;
     let grid = [((w.ne[1] + WARPS - 1) / WARPS) as u32, (x.ne[2] * x.ne[3]) as u32, 1];
     launch!(q, MUL_MAT_VEC, grid, THREADS; shape(w), data(w), w.type_.0, sx, x_at, shape(node), data(node))
 }
 
-/// Values per block of the 8-bit format the CPU backend rounds activations to before it
-/// multiplies them by weights of type `t`; `None` for the float types, whose products take
-/// the activations as they are.
-fn activation_block(t: Type) -> Option<i32> {
+/// How the CPU backend rounds activations before it multiplies them by weights of a type (to
+/// that type's `vec_dot_type`).
+#[derive(Clone, Copy)]
+enum Rounding {
+    /// To F16 or BF16, the weights' own type.
+    Half(Type),
+    /// Through 8-bit blocks of this many values: 32 (Q8_0, Q8_1) or 256 (Q8_K).
+    Blocks(i32),
+}
+
+/// The rounding of activations meeting weights of type `t`; `None` for F32 weights, whose
+/// products take the activations as they are.
+fn rounding(t: Type) -> Option<Rounding> {
     match t {
-        Type::F32 | Type::F16 | Type::BF16 => None,
-        Type::Q2_K | Type::Q3_K | Type::Q4_K | Type::Q5_K | Type::Q6_K | Type::IQ4_XS => Some(256),
-        _ => Some(32),
+        Type::F32 => None,
+        Type::F16 | Type::BF16 => Some(Rounding::Half(t)),
+        Type::Q2_K | Type::Q3_K | Type::Q4_K | Type::Q5_K | Type::Q6_K | Type::IQ4_XS => Some(Rounding::Blocks(256)),
+        _ => Some(Rounding::Blocks(32)),
     }
 }
 
@@ -80,12 +91,23 @@ fn round_activations(q: &Queue, x: &Tensor, block: i32, ty: GemmType, to: Device
     Ok(Operand::packed(x, ty, to))
 }
 
-/// The activations of a vector product as its kernel reads them: `x` itself, or its rounded
-/// copy in scratch memory.
-fn activations_f32(q: &Queue, x: &Tensor, w_type: Type) -> GpuResult<(Shape, DevicePtr)> {
-    let Some(block) = activation_block(w_type) else { return Ok((shape(x), data(x))) };
-    let to = q.scratch(Operand::unpacked_bytes(x, GemmType::F32))?;
-    let rounded = round_activations(q, x, block, GemmType::F32, to)?;
+/// Bytes of scratch memory [`activations_f32`] writes for activations `x` meeting weights of
+/// type `w_type`.
+pub(super) fn rounded_bytes(x: &Tensor, w_type: Type) -> usize {
+    rounding(w_type).map_or(0, |_| Operand::unpacked_bytes(x, GemmType::F32))
+}
+
+/// The F32 activations of a product as the vector and tile kernels read them: `x` itself, or
+/// its rounded copy, queued at `to` ([`rounded_bytes`] of scratch memory).
+pub(super) fn activations_f32(q: &Queue, x: &Tensor, w_type: Type, to: DevicePtr) -> GpuResult<(Shape, DevicePtr)> {
+    let rounded = match rounding(w_type) {
+        None => return Ok((shape(x), data(x))),
+        Some(Rounding::Blocks(block)) => round_activations(q, x, block, GemmType::F32, to)?,
+        Some(Rounding::Half(t)) => {
+            launch!(q, ROUND_TO_HALF, grid_for(x.nelements()), ELEMENT_THREADS; shape(x), data(x), t.0, to)?;
+            Operand::packed(x, GemmType::F32, to)
+        }
+    };
     Ok((rounded.shape(x), rounded.at))
 }
 
@@ -172,12 +194,16 @@ impl Operand {
 fn mul_mat_gemm(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (w, x) = (src(node, 0), src(node, 1));
     let ty = gemm_type(w.type_);
-    let block = activation_block(w.type_);
+    // F16 and BF16 weights meet activations converted to their type, which rounds them
+    let block = match rounding(w.type_) {
+        Some(Rounding::Blocks(block)) => Some(block),
+        _ => None,
+    };
     let w_here = Operand::in_place(w, ty);
     let x_here = if block.is_none() { Operand::in_place(x, ty) } else { None };
     let w_bytes = if w_here.is_some() { 0 } else { Operand::unpacked_bytes(w, ty).next_multiple_of(OPERAND_ALIGNMENT) };
     let x_bytes = if x_here.is_some() { 0 } else { Operand::unpacked_bytes(x, ty) };
-    let scratch = if w_bytes + x_bytes > 0 { q.scratch(w_bytes + x_bytes)? } else { 0 };
+    let scratch = q.scratch(w_bytes + x_bytes)?;
     let a = match w_here {
         Some(a) => a,
         None => Operand::unpack(q, w, ty, scratch)?,
@@ -218,22 +244,4 @@ fn mul_mat_gemm(q: &Queue, node: &Tensor) -> GpuResult<()> {
         }
     }
     Ok(())
-}
-
-pub fn supports_mul_mat_id(node: &Tensor) -> bool {
-    let (w, x, ids) = (src(node, 0), src(node, 1), src(node, 2));
-    weights_ok(w)
-        && activations_ok(x)
-        && node.type_ == Type::F32
-        && ids.type_ == Type::I32
-        && x.ne[2] == ids.ne[1]
-        && ids.ne[0] * ids.ne[1] <= 65535
-}
-
-pub fn mul_mat_id(q: &Queue, node: &Tensor) -> GpuResult<()> {
-    let (w, x, ids) = (src(node, 0), src(node, 1), src(node, 2));
-    let (sx, x_at) = activations_f32(q, x, w.type_)?;
-    let grid = [((w.ne[1] + WARPS - 1) / WARPS) as u32, (ids.ne[0] * ids.ne[1]) as u32, 1];
-    launch!(q, MUL_MAT_ID_VEC, grid, THREADS;
-        shape(w), data(w), w.type_.0, sx, x_at, shape(ids), data(ids), shape(node), data(node))
 }

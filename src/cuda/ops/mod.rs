@@ -4,6 +4,7 @@
 
 mod attention;
 mod elementwise;
+mod experts;
 mod matmul;
 mod norm;
 mod reduce;
@@ -27,8 +28,12 @@ pub struct Queue<'a> {
 }
 
 impl Queue<'_> {
-    /// `bytes` of device memory for this op's launches, reused by the next op.
+    /// `bytes` of device memory for this op's launches, reused by the next op (no address
+    /// when there is nothing to hold).
     fn scratch(&self, bytes: usize) -> GpuResult<DevicePtr> {
+        if bytes == 0 {
+            return Ok(0);
+        }
         self.scratch.get(self.gpu, self.stream, bytes)
     }
 
@@ -173,7 +178,7 @@ pub fn supports(node: &Tensor) -> bool {
         Op::SOFT_MAX => norm::supports_soft_max(node),
         Op::ROPE => rope::supports(node),
         Op::MUL_MAT => matmul::supports_mul_mat(node),
-        Op::MUL_MAT_ID => matmul::supports_mul_mat_id(node),
+        Op::MUL_MAT_ID => experts::supports(node),
         Op::SUM_ROWS | Op::MEAN | Op::ARGSORT | Op::REPEAT | Op::CONCAT => reduce::supports(node),
         Op::FLASH_ATTN_EXT => attention::supports(node),
         _ => false,
@@ -195,7 +200,7 @@ pub fn compute(q: &Queue, node: &Tensor) -> GpuResult<()> {
         Op::SOFT_MAX => norm::soft_max(q, node),
         Op::ROPE => rope::rope(q, node),
         Op::MUL_MAT => matmul::mul_mat(q, node),
-        Op::MUL_MAT_ID => matmul::mul_mat_id(q, node),
+        Op::MUL_MAT_ID => experts::mul_mat_id(q, node),
         Op::SUM_ROWS | Op::MEAN => reduce::sum_rows(q, node),
         Op::ARGSORT => reduce::argsort(q, node),
         Op::REPEAT => reduce::repeat(q, node),
