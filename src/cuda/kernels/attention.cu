@@ -3,13 +3,14 @@
 // sink per head, without materialising the scores: one block per query row walks the keys in
 // chunks with an online softmax (a running maximum M and sum S, the weighted values rescaled
 // whenever M grows).
-// shared-memory budget: 5120 bytes
+// shared-memory budget: 5632 bytes
 #include "prelude.cuh"
 
 // The largest head size (of K and of V) the kernel holds; the host refuses larger ones.
 #define ATTN_MAX_D 576
-// Keys scored before their values are weighed in: one score per key in shared memory.
-#define ATTN_CHUNK 64
+// The most threads a block: each scores one key of a chunk before the chunk's values are
+// weighed in, one score per key in shared memory.
+#define ATTN_CHUNK 128
 
 // The node's settings: op params 0..2 and ALiBi's constants (see alibi_slope).
 struct attention_params {
@@ -28,7 +29,7 @@ struct attention_params {
 // permuted: dst[:, head, row, seq]. Any row strides (elements of a row are packed, as on the
 // CPU). d_k and d_v at most
 // ATTN_MAX_D (checked by the host). Grid: any number of blocks, each taking query rows
-// blockIdx.x, blockIdx.x + gridDim.x, ...; blockDim.x a multiple of 32.
+// blockIdx.x, blockIdx.x + gridDim.x, ...; blockDim.x at most ATTN_CHUNK.
 extern "C" __global__ void flash_attn_ext(attention_params p, shape sq, const char * q, shape sk, const char * k, int k_type,
                                           shape sv, const char * v, int v_type, shape sm, const char * mask,
                                           const float * sinks, shape sd, char * d) {
@@ -41,9 +42,6 @@ extern "C" __global__ void flash_attn_ext(attention_params p, shape sq, const ch
     const i64 dk = sk.ne[0];
     const i64 dv = sv.ne[0];
     const i64 n_kv = sk.ne[1];
-    const int warps = blockDim.x / WARP_SIZE;
-    const int warp = threadIdx.x / WARP_SIZE;
-    const int lane = threadIdx.x % WARP_SIZE;
     // soft-capping computes cap * tanh(s * (scale / cap)), as the CPU does
     const float scale = p.logit_softcap != 0.0f ? p.scale / p.logit_softcap : p.scale;
 
@@ -67,30 +65,29 @@ extern "C" __global__ void flash_attn_ext(attention_params p, shape sq, const ch
         // every thread keeps the same M and S: each reads the same scores in the same order
         float max = NEG_INF;
         float sum = 0.0f;
-        for (i64 c0 = 0; c0 < n_kv; c0 += ATTN_CHUNK) {
-            const int n = (int) min((i64) ATTN_CHUNK, n_kv - c0);
+        for (i64 c0 = 0; c0 < n_kv; c0 += blockDim.x) {
+            const int n = (int) min((i64) blockDim.x, n_kv - c0);
 
-            // a warp per key: its lanes split the dot product. A key the mask hides scores
-            // -inf and its row is never read (a cache's unused rows may hold anything).
-            for (int j = warp; j < n; j += warps) {
-                const i64 ic = c0 + j;
+            // a thread per key, so that scoring needs no exchange between threads. A key the
+            // mask hides scores -inf and its row is never read (a cache's unused rows may hold
+            // anything).
+            if ((int) threadIdx.x < n) {
+                const i64 ic = c0 + threadIdx.x;
                 const float m = mrow ? slope * load_f16(mrow + ic * sm.nb[0]) : 0.0f;
                 float s = NEG_INF;
                 if (m != NEG_INF) {
                     const char * key = krows + ic * sk.nb[1];
                     float dot = 0.0f;
-                    for (i64 i = lane; i < dk; i += WARP_SIZE) {
+                    for (i64 i = 0; i < dk; ++i) {
                         dot += query[i] * row_value(k_type, key, i);
                     }
-                    s = warp_sum(dot) * scale;
+                    s = dot * scale;
                     if (p.logit_softcap != 0.0f) {
                         s = p.logit_softcap * tanhf(s);
                     }
                     s += m;
                 }
-                if (lane == 0) {
-                    score[j] = s;
-                }
+                score[threadIdx.x] = s;
             }
             __syncthreads();
 
