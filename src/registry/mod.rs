@@ -192,8 +192,10 @@ mod tests {
     }
 
     #[test]
-    fn the_cpu_registry_is_listed_first() {
-        let cpu = reg_get(0);
+    fn the_cpu_registry_is_listed_first_after_the_gpus() {
+        // the emulated CUDA0 of a cuda-emulator build is a GPU found, listed ahead
+        let gpus = usize::from(crate::cuda::registry::listed().is_some());
+        let cpu = reg_get(gpus);
         assert_eq!(cpu, crate::cpu::device::cpu_reg());
         assert_eq!(reg_by_name(b"cpu"), Some(cpu));
         let dev = dev_by_type(DevType::CPU).expect("CPU device");
