@@ -106,6 +106,18 @@ pub(crate) fn driver() -> GpuResult<&'static Driver> {
     DRIVER.get_or_init(|| load_driver(&driver_candidates())).as_ref().map_err(Clone::clone)
 }
 
+/// Why `count` devices go unused when no NVRTC loads (`e`), and what to do about it.
+fn without_compiler(count: c_int, e: &Error) -> Error {
+    Error::new(
+        "nvrtc",
+        format!(
+            "{count} CUDA device(s) left unused: no NVRTC to compile their kernels ({e}); install the CUDA \
+             toolkit's libnvrtc or NVIDIA's nvidia-cuda-nvrtc wheel, or name the library in ${}",
+            nvrtc::ENV
+        ),
+    )
+}
+
 fn load_driver<S: AsRef<str>>(candidates: &[S]) -> GpuResult<Driver> {
     let library = Library::open_first(candidates).map_err(|_| {
         // Every one of cudarc's ~30 names failed; the one a driver installs says why.
@@ -130,12 +142,17 @@ fn load_driver<S: AsRef<str>>(candidates: &[S]) -> GpuResult<Driver> {
 }
 
 /// Every CUDA device, each with its primary context; the reason when there is no usable driver.
-/// No device is an error too, as the driver reports it ("no CUDA-capable device is detected").
+/// No device is an error too, as the driver reports it ("no CUDA-capable device is detected"),
+/// and so are devices without an NVRTC to compile their kernels: listed, they would take a
+/// model's weights and then fail every graph, where unlisted they leave the work to the CPU.
 pub fn gpus() -> GpuResult<Vec<Arc<dyn Gpu>>> {
     let driver = driver()?;
     let mut count: c_int = 0;
     // SAFETY: a valid out-pointer; the driver is initialized.
     check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut count) })?;
+    if count > 0 {
+        nvrtc::nvrtc(driver.version).map_err(|e| without_compiler(count, &e))?;
+    }
     (0..count).map(|ordinal| Ok(Arc::new(DriverGpu::new(ordinal, driver.version)?) as Arc<dyn Gpu>)).collect()
 }
 
@@ -184,6 +201,16 @@ mod tests {
         assert!(error.reason.len() < 200, "one reason, not thirty: {error}");
         // Asked again, the same answer (the failed load is remembered, nothing retried into cudarc).
         assert_eq!(gpus().err(), Some(error));
+    }
+
+    #[test]
+    fn devices_without_nvrtc_go_unused_with_the_remedy() {
+        let missing = nvrtc::Nvrtc::find(&["libggml-rs-no-such-nvrtc.so.12"], 13).err().expect("no such NVRTC");
+        let error = without_compiler(2, &missing);
+        assert_eq!(error.call, "nvrtc");
+        assert!(error.reason.starts_with("2 CUDA device(s) left unused: no NVRTC"), "{error}");
+        assert!(error.reason.contains("libggml-rs-no-such-nvrtc.so.12"), "the cause: {error}");
+        assert!(error.reason.ends_with("or name the library in $GGML_RS_NVRTC"), "{error}");
     }
 
     #[test]
