@@ -8,7 +8,9 @@
 #   work     its cache: work/models, work/logs, work/text.txt, work/gen-model
 #   threads  for llama-quantize and llama-imatrix
 #   me       its name, for messages
-# and may set model_size (GEN_MODEL_SIZE of gen-model: "" for the default shape, or tiny).
+# and may set model_size (GEN_MODEL_SIZE of gen-model: "" for the default shape, tiny or
+# tiny-moe), which names the models (and their logs) of the other shapes apart; it may change
+# between calls.
 # Environment read here: GGML_REF_CACHE (default ~/.cache/ggml-reference), JOBS (to build the
 # reference programs if missing, default 2), QUANTIZE_ARGS (extra llama-quantize options).
 
@@ -18,7 +20,6 @@ bin=$cache/build/bin
 vocab=$src/models/ggml-vocab-llama-spm.gguf
 text=$work/text.txt
 gen=$work/gen-model
-imatrix=$work/models/imatrix.gguf
 mkdir -p "$work/models" "$work/logs"
 
 # llama_programs PROG...: builds the reference programs that are missing
@@ -60,7 +61,9 @@ llama_gen_model() {
     -I"$prefix/include" -L"$prefix/lib" -lggml-base -lm -Wl,-rpath,"$prefix/lib"
 }
 
-model() { echo "$work/models/model-$1.gguf"; }
+# the model (or log) of the current shape: its name, and the shape unless the default one
+shaped() { echo "${model_size:+$model_size-}$1"; }
+model() { echo "$work/models/model-$(shaped "$1").gguf"; }
 # make_model TYPE: f32, f16 and bf16 from gen-model (reused while gen-model.c is unchanged), the
 # others quantized from f32 by the reference llama-quantize with its default mixture (mxfp4
 # --pure, iq2_xs with an importance matrix)
@@ -71,26 +74,28 @@ make_model() {
     *) make_model f32; [[ -f $m && $m -nt $(model f32) ]] && return ;;
   esac
   case $1 in
-    f32|f16|bf16) GEN_MODEL_SIZE=${model_size:-} nice "$gen" "$vocab" "$m.tmp" "$1" > "$work/logs/$1.gen.log" 2>&1 ;;
+    f32|f16|bf16) GEN_MODEL_SIZE=${model_size:-} nice "$gen" "$vocab" "$m.tmp" "$1" > "$work/logs/$(shaped "$1").gen.log" 2>&1 ;;
     *)
       local args=() ftype=${1^^}
       case $1 in
         mxfp4) args=(--pure) ftype=MXFP4_MOE ;;
-        iq2_xs) make_imatrix; args=(--imatrix "$imatrix") ;;
+        iq2_xs) make_imatrix; args=(--imatrix "$(imatrix)") ;;
       esac
       # shellcheck disable=SC2086  # QUANTIZE_ARGS is a list of options
       nice "$bin/llama-quantize" ${QUANTIZE_ARGS:-} "${args[@]}" "$(model f32)" "$m.tmp" "$ftype" "$threads" \
-        > "$work/logs/$1.quantize.log" 2>&1 ;;
-  esac || { echo "$me: making the $1 model failed: $work/logs/$1.*.log" >&2; exit 1; }
+        > "$work/logs/$(shaped "$1").quantize.log" 2>&1 ;;
+  esac || { echo "$me: making the $1 model failed: $work/logs/$(shaped "$1").*.log" >&2; exit 1; }
   mv "$m.tmp" "$m"
 }
 # make_imatrix: the importance matrix of the f32 model over the text, computed on the reference
+imatrix() { echo "$work/models/$(shaped imatrix).gguf"; }
 make_imatrix() {
-  [[ -f $imatrix && $imatrix -nt $(model f32) && $imatrix -nt $text ]] && return
-  nice "$bin/llama-imatrix" -m "$(model f32)" -f "$text" -c 512 --chunks 4 -t "$threads" -o "$imatrix.tmp.gguf" \
+  local m; m=$(imatrix)
+  [[ -f $m && $m -nt $(model f32) && $m -nt $text ]] && return
+  nice "$bin/llama-imatrix" -m "$(model f32)" -f "$text" -c 512 --chunks 4 -t "$threads" -o "$m.tmp.gguf" \
     > "$work/logs/imatrix.log" 2>&1 ||
     { echo "$me: llama-imatrix failed: $work/logs/imatrix.log" >&2; exit 1; }
-  mv "$imatrix.tmp.gguf" "$imatrix"
+  mv "$m.tmp.gguf" "$m"
 }
 
 # field VALUE_PATTERN LOG: the first number after the pattern

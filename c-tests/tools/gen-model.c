@@ -2,15 +2,17 @@
 // llama.cpp on two ggml builds (scripts/llama-quality, scripts/llama-bench-compare,
 // scripts/cuda-emulator-llama).
 //
-//   [GEN_MODEL_SIZE=tiny] gen-model VOCAB.gguf OUT.gguf [f32|f16|bf16] [SEED]   (defaults: f32, 42)
+//   [GEN_MODEL_SIZE=tiny|tiny-moe] gen-model VOCAB.gguf OUT.gguf [f32|f16|bf16] [SEED]   (defaults: f32, 42)
 //
 // Shape: width 1024, 12 layers, 16 heads of 64, 4 KV heads (GQA), FFN 2816, context 2048,
 // rope theta 10000, RMS eps 1e-5, a separate (untied) output.weight, like Llama 2.
 // GEN_MODEL_SIZE=tiny: width 256, 2 layers, 4 heads of 64, 2 KV heads (still GQA), FFN 768,
 // context 512, for the emulated GPU, where every product runs on host threads. Every row length
 // (256, 768) is a multiple of 256, so llama-quantize's K-quants apply to every matrix: a row that
-// is not gets a fallback type (Q4_K to Q5_0, Q6_K to Q8_0). The default file is unchanged byte
-// for byte by this option, as scripts/llama-quality caches it.
+// is not gets a fallback type (Q4_K to Q5_0, Q6_K to Q8_0). GEN_MODEL_SIZE=tiny-moe: the tiny
+// shape with a mixture of 8 experts of FFN 512 in place of each FFN, 2 used a token (Mixtral's
+// layout: a router ffn_gate_inp and 3-D ffn_{gate,up,down}_exps). The default file is unchanged
+// byte for byte by these options, as scripts/llama-quality caches it.
 // The tokenizer is every tokenizer.* key of VOCAB.gguf (the reference tree's
 // models/ggml-vocab-llama-spm.gguf: a 32000-token SPM vocabulary, no weights).
 //
@@ -36,9 +38,11 @@
 
 struct shape {
     int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
+    int64_t n_expert, n_expert_used; // 0: a dense FFN; otherwise each expert's FFN is n_ff
 };
-static const struct shape SHAPE_DEFAULT = { 1024, 12, 16, 4, 2816, 2048 };
-static const struct shape SHAPE_TINY = { 256, 2, 4, 2, 768, 512 };
+static const struct shape SHAPE_DEFAULT = { 1024, 12, 16, 4, 2816, 2048, 0, 0 };
+static const struct shape SHAPE_TINY = { 256, 2, 4, 2, 768, 512, 0, 0 };
+static const struct shape SHAPE_TINY_MOE = { 256, 2, 4, 2, 512, 512, 8, 2 };
 
 // llama_ftype values for general.file_type (llama.h)
 enum { FTYPE_ALL_F32 = 0, FTYPE_MOSTLY_F16 = 1, FTYPE_MOSTLY_BF16 = 32 };
@@ -76,15 +80,14 @@ struct writer {
     float * scratch; // f32 values of one tensor before conversion
 };
 
-// Adds a tensor of shape ne0 x ne1 (ne1 == 1: a 1-D norm) filled with std gain/sqrt(ne0), or with
-// ones when gain is 0.
-static void add_tensor(struct writer * w, const char * name, int64_t ne0, int64_t ne1, float gain) {
+// Adds a tensor of shape ne0 x ne1 x ne2 (ne1 == 1: a 1-D norm; ne2 > 1: a stack of experts'
+// matrices) filled with std gain/sqrt(ne0), or with ones when gain is 0.
+static void add_tensor(struct writer * w, const char * name, int64_t ne0, int64_t ne1, int64_t ne2, float gain) {
     const bool matrix = ne1 > 1;
     const enum ggml_type type = matrix ? w->type : GGML_TYPE_F32;
-    struct ggml_tensor * t =
-        matrix ? ggml_new_tensor_2d(w->ctx, type, ne0, ne1) : ggml_new_tensor_1d(w->ctx, type, ne0);
+    struct ggml_tensor * t = matrix ? ggml_new_tensor_3d(w->ctx, type, ne0, ne1, ne2) : ggml_new_tensor_1d(w->ctx, type, ne0);
     ggml_set_name(t, name);
-    const int64_t n = ne0 * ne1;
+    const int64_t n = ne0 * ne1 * ne2;
     if (gain == 0.0f) {
         for (int64_t i = 0; i < n; ++i) {
             w->scratch[i] = 1.0f;
@@ -179,12 +182,17 @@ int main(int argc, char ** argv) {
     }
     const uint64_t seed = argc > 4 ? strtoull(argv[4], NULL, 10) : 42;
     const char * size = getenv("GEN_MODEL_SIZE");
-    if (size && *size && strcmp(size, "tiny") != 0) {
-        fprintf(stderr, "gen-model: GEN_MODEL_SIZE=%s: expected tiny (or unset)\n", size);
+    struct shape sh = SHAPE_DEFAULT;
+    if (size && strcmp(size, "tiny") == 0) {
+        sh = SHAPE_TINY;
+    } else if (size && strcmp(size, "tiny-moe") == 0) {
+        sh = SHAPE_TINY_MOE;
+    } else if (size && *size) {
+        fprintf(stderr, "gen-model: GEN_MODEL_SIZE=%s: expected tiny or tiny-moe (or unset)\n", size);
         return 2;
     }
-    const struct shape sh = size && *size ? SHAPE_TINY : SHAPE_DEFAULT;
-    const int64_t n_embd = sh.n_embd, n_layer = sh.n_layer, n_ff = sh.n_ff;
+    const int64_t n_embd = sh.n_embd, n_layer = sh.n_layer, n_ff = sh.n_ff, n_expert = sh.n_expert;
+    const int64_t n_ffn = n_expert > 0 ? n_expert : 1; // FFN matrices a layer stacks
     const int64_t head_dim = n_embd / sh.n_head, n_embd_kv = sh.n_head_kv * head_dim;
     char model_name[64];
     snprintf(model_name, sizeof(model_name), "ggml-rs random llama %lldx%lld", (long long) n_embd, (long long) n_layer);
@@ -204,11 +212,16 @@ int main(int argc, char ** argv) {
     gguf_set_val_u32(gguf, "llama.rope.dimension_count", (uint32_t) head_dim);
     gguf_set_val_f32(gguf, "llama.rope.freq_base", 10000.0f);
     gguf_set_val_f32(gguf, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    if (n_expert > 0) {
+        gguf_set_val_u32(gguf, "llama.expert_count", (uint32_t) n_expert);
+        gguf_set_val_u32(gguf, "llama.expert_used_count", (uint32_t) sh.n_expert_used);
+    }
 
     // every tensor's data lives in one context until the file is written
-    const int64_t n_tensors = 3 + 9 * n_layer;
+    const int64_t n_tensors = 3 + 10 * n_layer;
+    const int64_t n_router = n_expert > 0 ? n_embd * n_expert : 0;
     const int64_t n_matrix = 2 * n_embd * n_vocab +
-        n_layer * (2 * n_embd * n_embd + 2 * n_embd * n_embd_kv + 3 * n_embd * n_ff);
+        n_layer * (2 * n_embd * n_embd + 2 * n_embd * n_embd_kv + 3 * n_embd * n_ff * n_ffn + n_router);
     const int64_t n_norm = (2 * n_layer + 1) * n_embd;
     const size_t mem = (size_t) n_tensors * (ggml_tensor_overhead() + GGML_MEM_ALIGN) +
         (size_t) n_matrix * ggml_type_size(type) + (size_t) n_norm * sizeof(float);
@@ -225,25 +238,32 @@ int main(int argc, char ** argv) {
         return 1;
     }
 
-    add_tensor(&w, "token_embd.weight", n_embd, n_vocab, sqrtf((float) n_embd));
+    add_tensor(&w, "token_embd.weight", n_embd, n_vocab, 1, sqrtf((float) n_embd));
     for (int il = 0; il < n_layer; ++il) {
         char name[64];
-#define LAYER(suffix, ne0, ne1, gain)                                  \
+#define LAYER(suffix, ne0, ne1, ne2, gain)                             \
     snprintf(name, sizeof(name), "blk.%d." suffix ".weight", il);      \
-    add_tensor(&w, name, ne0, ne1, gain)
-        LAYER("attn_norm", n_embd, 1, 0.0f);
-        LAYER("attn_q", n_embd, n_embd, 1.0f);
-        LAYER("attn_k", n_embd, n_embd_kv, 1.0f);
-        LAYER("attn_v", n_embd, n_embd_kv, 1.0f);
-        LAYER("attn_output", n_embd, n_embd, 1.0f);
-        LAYER("ffn_norm", n_embd, 1, 0.0f);
-        LAYER("ffn_gate", n_embd, n_ff, 1.0f);
-        LAYER("ffn_up", n_embd, n_ff, 1.0f);
-        LAYER("ffn_down", n_ff, n_embd, 1.0f);
+    add_tensor(&w, name, ne0, ne1, ne2, gain)
+        LAYER("attn_norm", n_embd, 1, 1, 0.0f);
+        LAYER("attn_q", n_embd, n_embd, 1, 1.0f);
+        LAYER("attn_k", n_embd, n_embd_kv, 1, 1.0f);
+        LAYER("attn_v", n_embd, n_embd_kv, 1, 1.0f);
+        LAYER("attn_output", n_embd, n_embd, 1, 1.0f);
+        LAYER("ffn_norm", n_embd, 1, 1, 0.0f);
+        if (n_expert > 0) {
+            LAYER("ffn_gate_inp", n_embd, n_expert, 1, 8.0f);
+            LAYER("ffn_gate_exps", n_embd, n_ff, n_expert, 1.0f);
+            LAYER("ffn_up_exps", n_embd, n_ff, n_expert, 1.0f);
+            LAYER("ffn_down_exps", n_ff, n_embd, n_expert, 1.0f);
+        } else {
+            LAYER("ffn_gate", n_embd, n_ff, 1, 1.0f);
+            LAYER("ffn_up", n_embd, n_ff, 1, 1.0f);
+            LAYER("ffn_down", n_ff, n_embd, 1, 1.0f);
+        }
 #undef LAYER
     }
-    add_tensor(&w, "output_norm.weight", n_embd, 1, 0.0f);
-    add_tensor(&w, "output.weight", n_embd, n_vocab, 3.0f);
+    add_tensor(&w, "output_norm.weight", n_embd, 1, 1, 0.0f);
+    add_tensor(&w, "output.weight", n_embd, n_vocab, 1, 3.0f);
     free(w.scratch);
 
     if (!gguf_write_to_file(gguf, argv[2], false)) {
