@@ -131,6 +131,29 @@ fn bytes(t: TensorPtr) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts(t.data.cast::<u8>(), t.nbytes()) }.to_vec()
 }
 
+/// The values of an F32 tensor in device memory.
+fn device_values(t: TensorPtr) -> Vec<f64> {
+    let mut raw = vec![0u8; t.nbytes()];
+    tensor_get(t, &mut raw, 0);
+    raw.chunks_exact(4).map(|c| f64::from(f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))).collect()
+}
+
+/// Quantizes `plain` into `w` and computes `out` on the CPU.
+fn compute_on_cpu(c: &mut Context, plain: TensorPtr, w: TensorPtr, out: TensorPtr) {
+    let graph = new_graph_custom(c, 16, false);
+    graph.get_mut().build_forward_expand(ops::shape::cpy(c, plain, w));
+    graph.get_mut().build_forward_expand(out);
+    assert_eq!(crate::cpu::api::graph_compute_with_ctx(c, &graph, 2), Status::SUCCESS);
+}
+
+/// Computes `out`, whose graph lies in device memory, on the CUDA backend and reads it back.
+fn compute_on_device(cuda: BackendPtr, d: &mut Context, out: TensorPtr) -> Vec<f64> {
+    let graph = new_graph_custom(d, 16, false);
+    graph.get_mut().build_forward_expand(out);
+    assert_eq!(cuda.graph_compute(graph.get_mut()), Status::SUCCESS);
+    device_values(out)
+}
+
 #[test]
 fn a_transformer_block_computes_as_on_the_cpu() {
     // on the CPU, from random inputs and weights quantized there
@@ -164,11 +187,7 @@ fn a_transformer_block_computes_as_on_the_cpu() {
     assert_eq!(cuda.graph_compute(graph.get_mut()), Status::SUCCESS);
     // both round the product's activations to Q8_0
     for (want, got, limit) in [(cpu.roped, dev.roped, 1e-10), (cpu.out, dev.out, 1e-10)] {
-        let mut raw = vec![0u8; got.nbytes()];
-        tensor_get(got, &mut raw, 0);
-        let floats: Vec<f64> =
-            raw.chunks_exact(4).map(|c| f64::from(f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))).collect();
-        let err = nmse(&floats, &values(want));
+        let err = nmse(&device_values(got), &values(want));
         assert!(err < limit, "{}: nmse {err:e}", want.op.name());
     }
     cuda.free();
@@ -223,24 +242,14 @@ fn batch_products_go_through_the_gemm_as_on_the_cpu() {
         let cpu = product(&mut c, w_type, ne_w, ne_x, permuted);
         random(cpu.plain, &mut rng, -0.5, 0.5);
         random(cpu.stored, &mut rng, -1.0, 1.0);
-        let graph = new_graph_custom(&mut c, 16, false);
-        graph.get_mut().build_forward_expand(ops::shape::cpy(&mut c, cpu.plain, cpu.w));
-        graph.get_mut().build_forward_expand(cpu.out);
-        assert_eq!(crate::cpu::api::graph_compute_with_ctx(&mut c, &graph, 2), Status::SUCCESS);
+        compute_on_cpu(&mut c, cpu.plain, cpu.w, cpu.out);
 
         let mut d = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
         let dev = product(&mut d, w_type, ne_w, ne_x, permuted);
         let buf = alloc_ctx_tensors(&d, device().buffer_type_handle()).expect("a device buffer");
         tensor_set(dev.w, &bytes(cpu.w), 0);
         tensor_set(dev.stored, &bytes(cpu.stored), 0);
-        let graph = new_graph_custom(&mut d, 16, false);
-        graph.get_mut().build_forward_expand(dev.out);
-        assert_eq!(cuda.graph_compute(graph.get_mut()), Status::SUCCESS);
-        let mut raw = vec![0u8; dev.out.nbytes()];
-        tensor_get(dev.out, &mut raw, 0);
-        let got: Vec<f64> =
-            raw.chunks_exact(4).map(|c| f64::from(f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))).collect();
-        let err = nmse(&got, &values(cpu.out));
+        let err = nmse(&compute_on_device(cuda, &mut d, dev.out), &values(cpu.out));
         assert!(err < 1e-10, "{w_type:?} {ne_w:?} x {ne_x:?}: nmse {err:e}");
         buf.free();
     }
@@ -299,10 +308,7 @@ fn batched_expert_products_group_columns_by_expert() {
             .collect();
         // SAFETY: ids holds slots x tokens I32 values in host memory.
         unsafe { std::ptr::copy_nonoverlapping(ids.as_ptr(), cpu.ids.data.cast::<u8>(), ids.len()) };
-        let graph = new_graph_custom(&mut c, 16, false);
-        graph.get_mut().build_forward_expand(ops::shape::cpy(&mut c, cpu.plain, cpu.w));
-        graph.get_mut().build_forward_expand(cpu.out);
-        assert_eq!(crate::cpu::api::graph_compute_with_ctx(&mut c, &graph, 2), Status::SUCCESS);
+        compute_on_cpu(&mut c, cpu.plain, cpu.w, cpu.out);
 
         let mut d = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
         let dev = expert_product(&mut d, w_type, ne_w, ne_x, slots);
@@ -310,15 +316,8 @@ fn batched_expert_products_group_columns_by_expert() {
         for (from, to) in [(cpu.w, dev.w), (cpu.x, dev.x), (cpu.ids, dev.ids)] {
             tensor_set(to, &bytes(from), 0);
         }
-        let graph = new_graph_custom(&mut d, 16, false);
-        graph.get_mut().build_forward_expand(dev.out);
         assert!(cuda.supports_op(dev.out), "{w_type:?} {ne_w:?} x {ne_x:?}");
-        assert_eq!(cuda.graph_compute(graph.get_mut()), Status::SUCCESS);
-        let mut raw = vec![0u8; dev.out.nbytes()];
-        tensor_get(dev.out, &mut raw, 0);
-        let got: Vec<f64> =
-            raw.chunks_exact(4).map(|c| f64::from(f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))).collect();
-        let err = nmse(&got, &values(cpu.out));
+        let err = nmse(&compute_on_device(cuda, &mut d, dev.out), &values(cpu.out));
         assert!(err < 1e-10, "{w_type:?} {ne_w:?} x {ne_x:?}, {slots} slots: nmse {err:e}");
         buf.free();
     }
