@@ -219,10 +219,11 @@ fn product(c: &mut Context, w_type: Type, ne_w: [i64; 4], ne_x: [i64; 4], permut
 }
 
 #[test]
-fn batch_products_go_through_the_gemm_as_on_the_cpu() {
-    // (weights, their shape, the activations' shape, permuted activations): more columns than
-    // the vector kernel takes; the last two share each weight matrix between two activation
-    // matrices along dimension 2 and along dimension 3, as grouped-query attention does. Each
+fn products_match_the_cpu_in_the_vector_kernel_and_the_gemm() {
+    // (weights, their shape, the activations' shape, permuted activations): up to 8 columns
+    // take the vector kernel, more the GEMM; the two after Q4_K share each weight matrix
+    // between two activation matrices along dimension 2 and along dimension 3, as
+    // grouped-query attention does. Each
     // term is the CPU's exactly (activations converted, or rounded to 8 bits, as the CPU does
     // it), so only the order of the sums differs.
     let cases = [
@@ -233,6 +234,13 @@ fn batch_products_go_through_the_gemm_as_on_the_cpu() {
         (Type::Q4_K, [256, 24, 1, 1], [256, 17, 1, 1], false),
         (Type::F16, [64, 20, 2, 1], [64, 12, 4, 2], true),
         (Type::F32, [64, 20, 2, 1], [64, 12, 2, 3], false),
+        // float rows of any length (head sizes such as 80): the vector kernel's last group
+        // and the GEMM's converted activations end where the row does
+        (Type::F32, [80, 40, 1, 1], [80, 3, 1, 1], false),
+        (Type::F16, [129, 40, 1, 1], [129, 1, 1, 1], false),
+        (Type::BF16, [67, 20, 1, 1], [67, 5, 1, 1], false),
+        (Type::F16, [80, 40, 1, 1], [80, 17, 1, 1], false),
+        (Type::BF16, [129, 20, 1, 1], [129, 12, 1, 1], false),
     ];
     // SAFETY: the device's backend is live until freed below.
     let cuda = unsafe { BackendPtr::from_raw(device().init_backend(None)) }.expect("a CUDA backend");
@@ -276,10 +284,10 @@ fn expert_product(c: &mut Context, w_type: Type, ne_w: [i64; 3], ne_x: [i64; 3],
 }
 
 #[test]
-fn batched_expert_products_group_columns_by_expert() {
+fn expert_products_match_the_cpu_in_tiles_and_the_vector_kernel() {
     // (weights, experts' shape, activations' shape, slots a token): more tokens than the
-    // vector kernel takes, so the columns are grouped by expert and multiplied in tiles of 64
-    // rows by 32 columns. 70 and 130 rows leave a partial tile of rows; 200 tokens give some
+    // vector kernel takes (but in the last case), so the columns are grouped by expert and
+    // multiplied in tiles of 64 rows by 32 columns. 70 and 130 rows leave a partial tile of rows; 200 tokens give some
     // experts several tiles of columns; activations of one row serve every slot.
     let cases = [
         (Type::F32, [64, 70, 4], [64, 2, 40], 2),
@@ -287,6 +295,9 @@ fn batched_expert_products_group_columns_by_expert() {
         (Type::Q4_0, [96, 130, 8], [96, 4, 200], 4),
         (Type::Q4_K, [256, 40, 5], [256, 2, 24], 2),
         (Type::MXFP4, [64, 64, 3], [64, 1, 17], 1),
+        // float rows of any length, in the tiles and in the vector kernel (4 tokens)
+        (Type::F16, [72, 40, 4], [72, 2, 30], 2),
+        (Type::BF16, [80, 33, 4], [80, 1, 4], 2),
     ];
     // SAFETY: the device's backend is live until freed below.
     let cuda = unsafe { BackendPtr::from_raw(device().init_backend(None)) }.expect("a CUDA backend");

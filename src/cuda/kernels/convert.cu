@@ -201,19 +201,28 @@ extern "C" __global__ void copy_to_blocks(shape ss, const char * src, shape sd, 
 
 // ---- operands of a GEMM --------------------------------------------------------------------
 
-// The rows of `ss` (any type `row_value` reads; rows of whole groups of 32 values) written
-// packed as `td` (F32, F16 or BF16) at `dst`, in logical row order: the dense matrices a cuBLAS
-// product takes. One thread per group of 32 values, decoded together.
+// The rows of `ss` (any type `row_value` reads: rows of a block type are whole groups of 32
+// values, rows of F32, F16 and BF16 any length) written packed as `td` (F32, F16 or BF16) at
+// `dst`, in logical row order: the dense matrices a cuBLAS product takes. One thread per group
+// of 32 values, decoded together, the last group of a float row as far as the row goes.
 extern "C" __global__ void unpack_rows(shape ss, const char * src, int ts, char * dst, int td) {
-    const i64 groups = ss.ne[0] / 32;
+    const i64 groups = (ss.ne[0] + 31) / 32;
     const i64 size = td == TYPE_F32 ? 4 : 2;
     GRID_STRIDE(i, groups * shape_rows(ss)) {
         const i64 r = i / groups;
         const i64 g = i % groups;
+        const char * row = src + shape_row_offset(ss, r);
+        const int n = (int) min((i64) 32, ss.ne[0] - 32 * g);
         float v[32];
-        group_values(ts, src + shape_row_offset(ss, r), g, v);
+        if (n == 32) {
+            group_values(ts, row, g, v);
+        } else {
+            for (int j = 0; j < n; ++j) {
+                v[j] = row_value(ts, row, 32 * g + j);
+            }
+        }
         char * out = dst + (r * ss.ne[0] + 32 * g) * size;
-        for (int j = 0; j < 32; ++j) {
+        for (int j = 0; j < n; ++j) {
             store_as(td, out + j * size, v[j]);
         }
     }

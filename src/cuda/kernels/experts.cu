@@ -71,8 +71,8 @@ extern "C" __global__ void group_by_expert(shape si, const char * ids, int exper
 
 // dst[m, slot, token] = sum_k w[k, m, expert] * x[k, slot % x.ne[1], token] for the columns
 // of each tile of the table. Grid: x = weight rows / TILE_ROWS, y = the table's max_tiles
-// (blocks past its tile count leave at once); TILE_THREADS threads. Weight rows are whole blocks, packed; the
-// columns of `x` are packed F32.
+// (blocks past its tile count leave at once); TILE_THREADS threads. Weight rows are packed,
+// whole blocks of a block type; the columns of `x` are packed F32.
 extern "C" __global__ void mul_mat_id_tiles(shape sw, const char * w, int type, shape sx, const char * x, int slots,
                                             const i32 * table, int max_tiles, shape sd, char * d) {
     const int tile = blockIdx.y;
@@ -111,14 +111,16 @@ extern "C" __global__ void mul_mat_id_tiles(shape sw, const char * w, int type, 
     const int tx = tid % 16, ty = tid / 16;
     float acc[THREAD_ROWS][THREAD_COLS] = { { 0.0f } };
 
-    const i64 groups = sw.ne[0] / 32;
+    // a float row may end within its last group, whose missing values load as zeros
+    const i64 groups = (sw.ne[0] + 31) / 32;
     const int j = tid % 32;
     for (i64 g = 0; g < groups; ++g) {
+        const bool in_row = 32 * g + j < sw.ne[0];
         for (int i = 0; i < TILE_ROWS * 32 / TILE_THREADS; ++i) {
-            ws[j][(tid + i * TILE_THREADS) / 32] = rows[i] ? row_value(type, rows[i], 32 * g + j) : 0.0f;
+            ws[j][(tid + i * TILE_THREADS) / 32] = rows[i] && in_row ? row_value(type, rows[i], 32 * g + j) : 0.0f;
         }
         for (int i = 0; i < TILE_COLS * 32 / TILE_THREADS; ++i) {
-            xs[j][(tid + i * TILE_THREADS) / 32] = cols[i] ? cols[i][32 * g + j] : 0.0f;
+            xs[j][(tid + i * TILE_THREADS) / 32] = cols[i] && in_row ? cols[i][32 * g + j] : 0.0f;
         }
         __syncthreads();
         for (int k = 0; k < 32; ++k) {

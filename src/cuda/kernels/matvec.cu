@@ -7,27 +7,38 @@
 
 #define MAX_COLS 8
 
-// Adds the products of the 32 weights of group `g` of a weight row with the matching values
-// of each column. `x` points at the group's first value in column 0; columns are `x_stride`
-// floats apart.
-__device__ __forceinline__ void group_dot(int type, const char * row, i64 g, const float * x, i64 x_stride, int ncols,
-                                          float acc[MAX_COLS]) {
+// Adds the products of the weights of group `g` of a weight row (its 32 values, or the
+// `n` < 32 left at the end of a float row) with the matching values of each column. `x` points
+// at the group's first value in column 0; columns are `x_stride` floats apart.
+__device__ __forceinline__ void group_dot(int type, const char * row, i64 g, int n, const float * x, i64 x_stride,
+                                          int ncols, float acc[MAX_COLS]) {
     float v[32];
-    group_values(type, row, g, v);
+    if (n == 32) {
+        group_values(type, row, g, v);
+    } else {
+        for (int j = 0; j < n; ++j) {
+            v[j] = row_value(type, row, 32 * g + j);
+        }
+    }
 #pragma unroll
-    for (int n = 0; n < MAX_COLS; ++n) {
-        if (n < ncols) {
+    for (int c = 0; c < MAX_COLS; ++c) {
+        if (c < ncols) {
             float s = 0.0f;
-            for (int j = 0; j < 32; ++j) {
-                s += v[j] * x[n * x_stride + j];
+            for (int j = 0; j < n; ++j) {
+                s += v[j] * x[c * x_stride + j];
             }
-            acc[n] += s;
+            acc[c] += s;
         }
     }
 }
 
+// The values of group `g` of a row of `k` values: 32, or what is left of the row.
+__device__ __forceinline__ int group_size(i64 k, i64 g) {
+    return (int) min((i64) 32, k - 32 * g);
+}
+
 // dst[m, n, i12, i13] = sum_k w[k, m, i12 / r2, i13 / r3] * x[k, n, i12, i13] for n < ncols
-// (= x.ne[1] <= 8). The rows of `w` are whole blocks of its type and packed;
+// (= x.ne[1] <= 8). The rows of `w` are packed, whole blocks of a block type;
 // the columns of `x` are packed F32 rows. Grid: x = weight rows / warps per block,
 // y = x.ne[2] * x.ne[3]; each warp takes one weight row.
 extern "C" __global__ void mul_mat_vec(shape sw, const char * w, int type, shape sx, const char * x, shape sd, char * d) {
@@ -47,9 +58,9 @@ extern "C" __global__ void mul_mat_vec(shape sw, const char * w, int type, shape
     const int ncols = (int) sx.ne[1];
 
     float acc[MAX_COLS] = { 0.0f };
-    const i64 groups = sw.ne[0] / 32;
+    const i64 groups = (sw.ne[0] + 31) / 32;
     for (i64 g = lane; g < groups; g += WARP_SIZE) {
-        group_dot(type, row, g, col + 32 * g, x_stride, ncols, acc);
+        group_dot(type, row, g, group_size(sw.ne[0], g), col + 32 * g, x_stride, ncols, acc);
     }
 #pragma unroll
     for (int n = 0; n < MAX_COLS; ++n) {
@@ -83,8 +94,8 @@ extern "C" __global__ void mul_mat_id_vec(shape sw, const char * w, int type, sh
     const float * col = (const float *) (x + (e % sx.ne[1]) * sx.nb[1] + t * sx.nb[2]);
 
     float acc[MAX_COLS] = { 0.0f };
-    for (i64 g = lane; g < sw.ne[0] / 32; g += WARP_SIZE) {
-        group_dot(type, row, g, col + 32 * g, 0, 1, acc);
+    for (i64 g = lane; g < (sw.ne[0] + 31) / 32; g += WARP_SIZE) {
+        group_dot(type, row, g, group_size(sw.ne[0], g), col + 32 * g, 0, 1, acc);
     }
     const float sum = warp_sum(acc[0]);
     if (lane == 0) {

@@ -12,7 +12,7 @@
 //! bits turns any difference in its input into a whole step now and then, so the small errors
 //! of F16 weights grow layer after layer into the size of the quantization noise.
 
-use super::{ELEMENT_THREADS, Queue, data, grid_for, is_decodable, launch, packed_rows, shape, src};
+use super::{ELEMENT_THREADS, Queue, data, grid_for, is_decodable, is_float, launch, packed_rows, shape, src};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
 use crate::cuda::gpu::{DevicePtr, Gemm, GemmType, GpuResult, Kernel};
@@ -32,10 +32,11 @@ pub(super) const WARPS: i64 = THREADS as i64 / 32;
 /// Scratch operands start on this boundary, as cuBLAS prefers.
 pub(super) const OPERAND_ALIGNMENT: usize = 256;
 
-/// Weights the product kernels decode: rows of whole groups of 32 values (and of whole
-/// blocks), packed.
+/// Weights the product kernels decode, packed: F32, F16 and BF16 rows of any length, and rows
+/// of whole groups of 32 values (and of whole blocks) of the block types.
 pub(super) fn weights_ok(w: &Tensor) -> bool {
-    is_decodable(w.type_) && w.ne[0] % 32 == 0 && w.ne[0] % w.type_.blck_size() == 0 && packed_rows(w)
+    let whole_groups = is_float(w.type_) || (w.ne[0] % 32 == 0 && w.ne[0] % w.type_.blck_size() == 0);
+    is_decodable(w.type_) && whole_groups && packed_rows(w)
 }
 
 /// Activations the kernels read: F32 columns with packed values.
@@ -155,7 +156,8 @@ impl Operand {
     fn unpack(q: &Queue, t: &Tensor, ty: GemmType, to: DevicePtr) -> GpuResult<Operand> {
         let rows = t.ne[1] * t.ne[2] * t.ne[3];
         let td = ggml_type(ty).0;
-        launch!(q, UNPACK_ROWS, grid_for(t.ne[0] / 32 * rows), ELEMENT_THREADS; shape(t), data(t), t.type_.0, to, td)?;
+        let groups = (t.ne[0] + 31) / 32;
+        launch!(q, UNPACK_ROWS, grid_for(groups * rows), ELEMENT_THREADS; shape(t), data(t), t.type_.0, to, td)?;
         Ok(Operand::packed(t, ty, to))
     }
 
