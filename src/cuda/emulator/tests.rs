@@ -353,10 +353,11 @@ fn get_rows_of_float_and_block_types() {
 fn set_rows_and_copies_quantize_as_the_cpu() {
     let mut c = ctx();
     let mut rng = Rng::new(8);
-    for ty in [Type::F32, Type::F16, Type::BF16, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0] {
+    let types = [Type::F32, Type::F16, Type::BF16, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Q8_0];
+    for (ty, src_type) in types.into_iter().flat_map(|t| [(t, Type::F32), (t, Type::F16)]) {
         // SET_ROWS: 3 rows of 64 into a table of 8
         let table = c.new_tensor(ty, &[64, 8]);
-        let src = c.new_tensor(Type::F32, &[64, 3]);
+        let src = c.new_tensor(src_type, &[64, 3]);
         random(src, &mut rng, -1.0, 1.0);
         let ids = c.new_tensor(Type::I64, &[3]);
         for (i, r) in [6i64, 1, 4].into_iter().enumerate() {
@@ -375,11 +376,16 @@ fn set_rows_and_copies_quantize_as_the_cpu() {
             unsafe { std::ptr::write_bytes(out.data.cast::<u8>().add(r * out.nb[1]), 0xaa, out.nb[1]) };
         }
         let (ss, si, so) = (Shape::of(&src), Shape::of(&ids), Shape::of(&out));
-        let (ps, pi, po, wide, t) = (src.data, ids.data, out.data, 1i32, ty.0);
-        run("set_rows", 2, 32, &mut [arg(&ss), arg(&ps), arg(&si), arg(&pi), arg(&wide), arg(&so), arg(&po), arg(&t)]);
+        let (ps, ts, pi, po, wide, t) = (src.data, src_type.0, ids.data, out.data, 1i32, ty.0);
+        run(
+            "set_rows",
+            2,
+            32,
+            &mut [arg(&ss), arg(&ps), arg(&ts), arg(&si), arg(&pi), arg(&wide), arg(&so), arg(&po), arg(&t)],
+        );
         // SAFETY: as above.
         let got = unsafe { std::slice::from_raw_parts(out.data.cast::<u8>(), out.nbytes()) };
-        assert!(got == want.as_slice(), "set_rows into {}: bytes differ", ty.name());
+        assert!(got == want.as_slice(), "set_rows of {} into {}: bytes differ", src_type.name(), ty.name());
 
         // CPY of a strided F32 view into the type: transposed into a float type, rows with
         // gaps into a block type (whose CPU kernel quantizes packed rows only)

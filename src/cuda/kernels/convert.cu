@@ -1,5 +1,5 @@
 // Values moving between layouts and types: GET_ROWS (any float or block type of the prelude
-// into F32), SET_ROWS (F32 into float or block rows), CPY/DUP/CONT (between float types, from
+// into F32), SET_ROWS (float rows into float or block rows), CPY/DUP/CONT (between float types, from
 // any decodable type into a float type, or from F32 into a block type), the dense F32/F16/BF16
 // operands of a GEMM, and activations rounded as the CPU rounds them for its products.
 // Quantization is ggml's reference rounding, one thread per block.
@@ -141,11 +141,11 @@ extern "C" __global__ void get_rows(shape ss, const char * src, int type, shape 
 
 // ---- SET_ROWS ------------------------------------------------------------------------------
 
-// Row (i, i02, i03) of the F32 source goes to row ids[i, i02 % ne11, i03 % ne12] of dst at
-// (i02, i03). `ids` is I32 or I64 (`ids_64`). Float destinations: one thread per element;
-// block destinations: one per block.
-extern "C" __global__ void set_rows(shape ss, const char * src, shape si, const char * ids, int ids_64, shape sd, char * dst,
-                                    int type) {
+// Row (i, i02, i03) of the source (F32, F16 or BF16: `ts`) goes to row ids[i, i02 % ne11,
+// i03 % ne12] of dst at (i02, i03). `ids` is I32 or I64 (`ids_64`). Float destinations: one
+// thread per element; block destinations: one per block.
+extern "C" __global__ void set_rows(shape ss, const char * src, int ts, shape si, const char * ids, int ids_64, shape sd,
+                                    char * dst, int type) {
     const i64 per_row = is_block_type(type) ? ss.ne[0] / 32 : ss.ne[0];
     const i64 n = per_row * ss.ne[1] * ss.ne[2] * ss.ne[3];
     GRID_STRIDE(k, n) {
@@ -157,12 +157,16 @@ extern "C" __global__ void set_rows(shape ss, const char * src, shape si, const 
         const i64 i03 = r / ss.ne[2];
         const char * id = ids + shape_offset(si, i, i02 % si.ne[1], i03 % si.ne[2], 0);
         const i64 row = ids_64 ? *(const i64 *) id : (i64) *(const i32 *) id;
-        const float * src_row = (const float *) (src + shape_offset(ss, 0, i, i02, i03));
+        const char * src_row = src + shape_offset(ss, 0, i, i02, i03);
         char * dst_row = dst + row * sd.nb[1] + i02 * sd.nb[2] + i03 * sd.nb[3];
         if (is_block_type(type)) {
-            quantize_block(type, src_row + 32 * j, dst_row + j * group_bytes(type));
+            float v[32];
+            for (int e = 0; e < 32; ++e) {
+                v[e] = row_value(ts, src_row, 32 * j + e);
+            }
+            quantize_block(type, v, dst_row + j * group_bytes(type));
         } else {
-            store_as(type, dst_row + j * (group_bytes(type) / 32), src_row[j]);
+            store_as(type, dst_row + j * (group_bytes(type) / 32), row_value(ts, src_row, j));
         }
     }
 }

@@ -30,7 +30,7 @@ pub fn get_rows(q: &Queue, node: &Tensor) -> GpuResult<()> {
 pub fn supports_set_rows(node: &Tensor) -> bool {
     let (rows, ids) = (src(node, 0), src(node, 1));
     let whole_blocks = !is_block32(node.type_) || rows.ne[0] % 32 == 0;
-    rows.type_ == Type::F32
+    is_float(rows.type_)
         && packed_rows(rows)
         && matches!(ids.type_, Type::I32 | Type::I64)
         && is_row_type(node.type_)
@@ -43,7 +43,7 @@ pub fn set_rows(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let per_row = if is_block32(node.type_) { rows.ne[0] / 32 } else { rows.ne[0] };
     let wide = i32::from(ids.type_ == Type::I64);
     launch!(q, SET_ROWS, grid_for(per_row * rows.nrows()), super::ELEMENT_THREADS;
-        shape(rows), data(rows), shape(ids), data(ids), wide, shape(node), data(node), node.type_.0)
+        shape(rows), data(rows), rows.type_.0, shape(ids), data(ids), wide, shape(node), data(node), node.type_.0)
 }
 
 /// A copy of two contiguous tensors of one type is a memory copy.
