@@ -194,6 +194,10 @@ pub trait Gpu: Send + Sync {
         args: &mut [*mut c_void],
     ) -> GpuResult<()>;
 
+    /// Whether [`Gpu::gemm`] can run here (a GPU needs cuBLAS for it); without it the backend
+    /// multiplies batches with kernels of its own.
+    fn has_gemm(&self) -> bool;
+
     /// Queues a batch of products with cuBLAS's semantics.
     ///
     /// # Safety

@@ -334,3 +334,34 @@ fn expert_products_match_the_cpu_in_tiles_and_the_vector_kernel() {
     }
     cuda.free();
 }
+
+#[test]
+fn without_cublas_batches_take_the_tiles() {
+    // An emulated GPU without cuBLAS. Its device memory is host memory, so the product's
+    // tensors can live in a CPU context and the op be queued directly.
+    let gpu = crate::cuda::emulator::gpu::Emulated::without_gemm();
+    let scratch = crate::cuda::scratch::Scratch::default();
+    let queue = crate::cuda::ops::Queue { gpu: &gpu, stream: crate::cuda::gpu::Stream::DEFAULT, scratch: &scratch };
+    // a partial tile of rows and of columns, broadcast weights, F16 activations' rounding,
+    // 8-bit rounding of blocks of 32 and of 256
+    let cases = [
+        (Type::F32, [80, 70, 1, 1], [80, 33, 1, 1]),
+        (Type::F16, [64, 40, 2, 1], [64, 12, 4, 2]),
+        (Type::Q4_0, [64, 130, 1, 1], [64, 40, 1, 1]),
+        (Type::Q4_K, [256, 24, 1, 1], [256, 17, 1, 1]),
+    ];
+    for (w_type, ne_w, ne_x) in cases {
+        let mut c = ctx();
+        let mut rng = Rng::new(3);
+        let cpu = product(&mut c, w_type, ne_w, ne_x, false);
+        random(cpu.plain, &mut rng, -0.5, 0.5);
+        random(cpu.stored, &mut rng, -1.0, 1.0);
+        compute_on_cpu(&mut c, cpu.plain, cpu.w, cpu.out);
+        let tiled = ops::matmul::mul_mat(&mut c, cpu.w, cpu.stored);
+        crate::cuda::ops::compute(&queue, &tiled).expect("the tiles need no cuBLAS");
+        let err = nmse(&values(tiled), &values(cpu.out));
+        assert!(err < 1e-10, "{w_type:?} {ne_w:?} x {ne_x:?}: nmse {err:e}");
+    }
+    // SAFETY: the emulated device has finished every queued launch.
+    unsafe { scratch.free(&gpu) };
+}

@@ -377,6 +377,10 @@ impl Gpu for DriverGpu {
         })
     }
 
+    fn has_gemm(&self) -> bool {
+        blas::blas(self.driver_version).is_ok()
+    }
+
     unsafe fn gemm(&self, s: Stream, gemm: &Gemm) -> GpuResult<()> {
         let blas = blas::blas(self.driver_version)?;
         self.bind()?;

@@ -152,6 +152,11 @@ pub fn gpus() -> GpuResult<Vec<Arc<dyn Gpu>>> {
     check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut count) })?;
     if count > 0 {
         nvrtc::nvrtc(driver.version).map_err(|e| without_compiler(count, &e))?;
+        if let Err(e) = blas::blas(driver.version) {
+            crate::log_warn!(
+                "ggml_cuda_init: no cuBLAS ({e}): batched products take the backend's own tiles, which are slower\n"
+            );
+        }
     }
     (0..count).map(|ordinal| Ok(Arc::new(DriverGpu::new(ordinal, driver.version)?) as Arc<dyn Gpu>)).collect()
 }

@@ -18,6 +18,8 @@ pub struct Emulated {
     info: Info,
     /// The layout of every live allocation, by address, to free it.
     allocations: Mutex<HashMap<DevicePtr, Layout>>,
+    /// Whether it answers [`Gpu::gemm`], as a GPU with cuBLAS does.
+    gemm: bool,
 }
 
 impl Emulated {
@@ -29,7 +31,13 @@ impl Emulated {
             integrated: false,
             total_memory: crate::core::machine::physical_memory(),
         };
-        Emulated { info, allocations: Mutex::default() }
+        Emulated { info, allocations: Mutex::default(), gemm: true }
+    }
+
+    /// An emulated GPU without cuBLAS, whose batches take the backend's own kernels.
+    #[cfg(test)]
+    pub fn without_gemm() -> Emulated {
+        Emulated { gemm: false, ..Emulated::new() }
     }
 
     fn allocations(&self) -> std::sync::MutexGuard<'_, HashMap<DevicePtr, Layout>> {
@@ -187,7 +195,14 @@ impl Gpu for Emulated {
         Ok(())
     }
 
+    fn has_gemm(&self) -> bool {
+        self.gemm
+    }
+
     unsafe fn gemm(&self, _stream: Stream, g: &Gemm) -> GpuResult<()> {
+        if !self.gemm {
+            return Err(Error::new("gemm", "this emulated GPU has no cuBLAS"));
+        }
         if g.a_type != g.x_type {
             // as the driver's cuBLAS call refuses them, so that nothing passes here that fails there
             return Err(Error::new("gemm", format!("{:?} by {:?} needs a conversion first", g.a_type, g.x_type)));

@@ -1,13 +1,14 @@
 //! MUL_MAT_ID: each (slot, token) column multiplied by the weights of the expert its id names.
 //! Up to eight tokens (generation): kernels/matvec.cu's `mul_mat_id_vec`, a warp per weight row
-//! and column. Wider batches: kernels/experts.cu groups the columns by expert on the device
+//! and column. Wider batches: kernels/tiles.cu groups the columns by expert on the device
 //! (so no host wait splits the graph) and multiplies each expert's columns in tiles, which
 //! decode each weight once per 32 columns. The activations are rounded as for MUL_MAT
 //! (`matmul`), so each term is the CPU's. A column whose id names no expert is left unwritten;
 //! the CPU backend aborts on it.
 
 use super::matmul::{
-    MAX_COLS, OPERAND_ALIGNMENT, THREADS, WARPS, activations_f32, activations_ok, rounded_bytes, weights_ok,
+    MAX_COLS, OPERAND_ALIGNMENT, THREADS, TILE_COLS, TILE_ROWS, TILE_THREADS, WARPS, activations_f32, activations_ok,
+    rounded_bytes, weights_ok,
 };
 use super::{Queue, data, launch, shape, src};
 use crate::core::tensor::Tensor;
@@ -15,14 +16,8 @@ use crate::core::types::Type;
 use crate::cuda::gpu::{DevicePtr, GpuResult, Kernel};
 
 const MUL_MAT_ID_VEC: Kernel = Kernel { source: "matvec", name: "mul_mat_id_vec" };
-const GROUP_BY_EXPERT: Kernel = Kernel { source: "experts", name: "group_by_expert" };
-const MUL_MAT_ID_TILES: Kernel = Kernel { source: "experts", name: "mul_mat_id_tiles" };
-
-/// A tile of `mul_mat_id_tiles`: weight rows by columns, and its threads (the kernel's
-/// `TILE_ROWS`, `TILE_COLS`, `TILE_THREADS`).
-const TILE_ROWS: i64 = 64;
-const TILE_COLS: i64 = 32;
-const TILE_THREADS: u32 = 256;
+const GROUP_BY_EXPERT: Kernel = Kernel { source: "tiles", name: "group_by_expert" };
+const MUL_MAT_ID_TILES: Kernel = Kernel { source: "tiles", name: "mul_mat_id_tiles" };
 /// Threads of `group_by_expert`'s one block, each taking every 256th expert.
 const GROUP_THREADS: u32 = 256;
 /// The most blocks along a grid's y.

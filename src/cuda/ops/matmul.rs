@@ -1,7 +1,8 @@
 //! MUL_MAT. Up to eight activation columns (token generation, small batches):
 //! kernels/matvec.cu, a warp per weight row reading each weight once for every column. Wider
 //! batches: a GEMM (cuBLAS on a GPU) of dense operands: F32, F16 and BF16 weights as they are,
-//! quantized weights unpacked to F32.
+//! quantized weights unpacked to F32; where the GPU has no cuBLAS, kernels/tiles.cu, which
+//! decodes each weight once per tile of 32 columns.
 //!
 //! Activations are rounded as the CPU backend rounds them: converted to F16 or BF16 to meet
 //! weights of that type, and to meet quantized weights rounded through the 8-bit blocks the CPU
@@ -19,6 +20,7 @@ use crate::cuda::gpu::{DevicePtr, Gemm, GemmType, GpuResult, Kernel};
 use crate::cuda::shape::Shape;
 
 const MUL_MAT_VEC: Kernel = Kernel { source: "matvec", name: "mul_mat_vec" };
+const MUL_MAT_TILES: Kernel = Kernel { source: "tiles", name: "mul_mat_tiles" };
 const UNPACK_ROWS: Kernel = Kernel { source: "convert", name: "unpack_rows" };
 const ROUND_ACTIVATIONS: Kernel = Kernel { source: "convert", name: "round_activations" };
 const ROUND_TO_HALF: Kernel = Kernel { source: "convert", name: "round_to_half" };
@@ -29,6 +31,11 @@ pub(super) const MAX_COLS: i64 = 8;
 /// Threads per block of the vector products: four warps, a weight row each.
 pub(super) const THREADS: u32 = 128;
 pub(super) const WARPS: i64 = THREADS as i64 / 32;
+/// A tile of kernels/tiles.cu: weight rows by columns, and its threads (`TILE_ROWS`,
+/// `TILE_COLS`, `TILE_THREADS`).
+pub(super) const TILE_ROWS: i64 = 64;
+pub(super) const TILE_COLS: i64 = 32;
+pub(super) const TILE_THREADS: u32 = 256;
 /// Scratch operands start on this boundary, as cuBLAS prefers.
 pub(super) const OPERAND_ALIGNMENT: usize = 256;
 
@@ -51,7 +58,13 @@ pub fn supports_mul_mat(node: &Tensor) -> bool {
 }
 
 pub fn mul_mat(q: &Queue, node: &Tensor) -> GpuResult<()> {
-    if src(node, 1).ne[1] <= MAX_COLS { mul_mat_vec(q, node) } else { mul_mat_gemm(q, node) }
+    if src(node, 1).ne[1] <= MAX_COLS {
+        mul_mat_vec(q, node)
+    } else if q.gpu.has_gemm() {
+        mul_mat_gemm(q, node)
+    } else {
+        mul_mat_tiles(q, node)
+    }
 }
 
 fn mul_mat_vec(q: &Queue, node: &Tensor) -> GpuResult<()> {
@@ -60,6 +73,15 @@ fn mul_mat_vec(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (sx, x_at) = activations_f32(q, x, w.type_, to)?;
     let grid = [((w.ne[1] + WARPS - 1) / WARPS) as u32, (x.ne[2] * x.ne[3]) as u32, 1];
     launch!(q, MUL_MAT_VEC, grid, THREADS; shape(w), data(w), w.type_.0, sx, x_at, shape(node), data(node))
+}
+
+fn mul_mat_tiles(q: &Queue, node: &Tensor) -> GpuResult<()> {
+    let (w, x) = (src(node, 0), src(node, 1));
+    let to = q.scratch(rounded_bytes(x, w.type_))?;
+    let (sx, x_at) = activations_f32(q, x, w.type_, to)?;
+    let tiles = |n: i64, size: i64| ((n + size - 1) / size) as u32;
+    let grid = [tiles(w.ne[1], TILE_ROWS), tiles(x.ne[1], TILE_COLS), (x.ne[2] * x.ne[3]) as u32];
+    launch!(q, MUL_MAT_TILES, grid, TILE_THREADS; shape(w), data(w), w.type_.0, sx, x_at, shape(node), data(node))
 }
 
 /// How the CPU backend rounds activations before it multiplies them by weights of a type (to
