@@ -44,13 +44,30 @@ fn kernel_sources() {
     std::fs::write(out.join("cuda_sources.rs"), rust).expect("writing the kernel source table");
 }
 
-/// The names of the kernels (`extern "C" __global__ void NAME(`) a CUDA source defines.
-fn kernel_names(source: &str) -> Vec<String> {
+/// The most threads a block of a kernel without `__launch_bounds__` may have: 65536 registers
+/// per block hold 256 threads of the 255 registers ptxas may give a thread, so any such
+/// kernel launches; beyond that, only a declared bound keeps ptxas within the register file.
+const UNBOUNDED_THREADS: u32 = 256;
+
+/// The kernels a CUDA source defines, `extern "C" __global__ void NAME(` or
+/// `extern "C" __global__ void __launch_bounds__(N) NAME(`: each name with the most threads a
+/// block of it may have.
+fn kernels_of(source: &str) -> Vec<(String, u32)> {
     const MARK: &str = "extern \"C\" __global__ void ";
+    const BOUNDS: &str = "__launch_bounds__(";
     source
         .match_indices(MARK)
-        .filter_map(|(at, _)| source[at + MARK.len()..].split(['(', ' ']).next())
-        .map(str::to_string)
+        .map(|(at, _)| {
+            let rest = &source[at + MARK.len()..];
+            let (threads, rest) = match rest.strip_prefix(BOUNDS) {
+                Some(bounded) => {
+                    let (n, rest) = bounded.split_once(") ").expect("__launch_bounds__(N) NAME(");
+                    (n.parse().expect("__launch_bounds__ takes a number of threads"), rest)
+                }
+                None => (UNBOUNDED_THREADS, rest),
+            };
+            (rest.split(['(', ' ']).next().expect("a kernel name").to_string(), threads)
+        })
         .collect()
 }
 
@@ -97,11 +114,15 @@ fn emulated_kernels() {
         let stem = source.file_stem().and_then(|s| s.to_str()).expect("a UTF-8 file name");
         let abs = std::fs::canonicalize(source).expect("a kernel source path");
         let mut unit = format!("#include \"cuda.hpp\"\n#include \"{}\"\n", abs.display());
-        for name in kernel_names(&text) {
+        for (name, max_threads) in kernels_of(&text) {
             writeln!(unit, "extern \"C\" void ggml_rs_emu_{name}(void ** args) {{ emu::invoke({name}, args); }}")
                 .unwrap();
             writeln!(externs, "    fn ggml_rs_emu_{name}(args: *mut *mut c_void);").unwrap();
-            writeln!(table, "    (\"{name}\", ggml_rs_emu_{name}),").unwrap();
+            writeln!(
+                table,
+                "    EmulatedKernel {{ name: \"{name}\", run: ggml_rs_emu_{name}, max_threads: {max_threads} }},"
+            )
+            .unwrap();
         }
         let path = out.join(format!("emulated_{stem}.cpp"));
         std::fs::write(&path, unit).expect("writing a kernel unit");
@@ -116,7 +137,7 @@ fn emulated_kernels() {
 
     let rust = format!(
         "unsafe extern \"C\" {{\n{externs}}}\n\n/// Every kernel of src/cuda/kernels by name, as the emulator runs it.\n\
-         pub(super) static KERNELS: &[(&str, Trampoline)] = &[\n{table}];\n"
+         pub(super) static KERNELS: &[EmulatedKernel] = &[\n{table}];\n"
     );
     std::fs::write(out.join("emulated_kernels.rs"), rust).expect("writing the kernel table");
 }

@@ -174,7 +174,7 @@ impl Gpu for Emulated {
     fn function(&self, kernel: Kernel) -> GpuResult<Function> {
         KERNELS
             .iter()
-            .position(|&(name, _)| name == kernel.name)
+            .position(|k| k.name == kernel.name)
             .map(Function)
             .ok_or_else(|| Error::new("function", format!("no kernel {} in {}.cu", kernel.name, kernel.source)))
     }
@@ -187,9 +187,7 @@ impl Gpu for Emulated {
         block: [u32; 3],
         args: &mut [*mut c_void],
     ) -> GpuResult<()> {
-        let Some(&(name, _)) = KERNELS.get(function.0) else {
-            return Err(Error::new("launch", format!("no function {}", function.0)));
-        };
+        let name = launchable(function, grid, block)?;
         // SAFETY: the caller's contract.
         unsafe { super::launch(name, grid, block, args) };
         Ok(())
@@ -225,6 +223,40 @@ impl Gpu for Emulated {
         }
         Ok(())
     }
+}
+
+/// The name of the kernel `function` is, when a GPU would launch it on `grid` x `block`.
+fn launchable(function: Function, grid: [u32; 3], block: [u32; 3]) -> GpuResult<&'static str> {
+    let Some(kernel) = KERNELS.get(function.0) else {
+        return Err(Error::new("launch", format!("no function {}", function.0)));
+    };
+    let name = kernel.name;
+    launch_limits(grid, block, kernel.max_threads)
+        .map_err(|reason| Error::new("cuLaunchKernel", format!("{reason} ({name})")))?;
+    Ok(name)
+}
+
+/// CUDA's limits on a launch's shape, the same on every architecture we compile for (the
+/// driver refuses a launch beyond them), so that a launch the emulator would run and a GPU
+/// would refuse fails here too: grid and block extents, 1024 threads a block, and at most
+/// `max_threads` for the kernel (past its `__launch_bounds__`, or past 256 without one, its
+/// registers may not fit in the block's 65536).
+fn launch_limits(grid: [u32; 3], block: [u32; 3], max_threads: u32) -> Result<(), String> {
+    const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+    const MAX_BLOCK: [u32; 3] = [1024, 1024, 64];
+    const MAX_THREADS: u32 = 1024;
+    let beyond = |v: [u32; 3], max: [u32; 3]| v.iter().zip(max).any(|(&n, m)| n == 0 || n > m);
+    if beyond(grid, MAX_GRID) {
+        return Err(format!("a grid of {grid:?} blocks is beyond CUDA's 1..={MAX_GRID:?}"));
+    }
+    let threads = block.iter().map(|&n| u64::from(n)).product::<u64>();
+    if beyond(block, MAX_BLOCK) || threads > u64::from(MAX_THREADS) {
+        return Err(format!("a block of {block:?} threads is beyond CUDA's 1..={MAX_BLOCK:?}, {MAX_THREADS} in all"));
+    }
+    if threads > u64::from(max_threads) {
+        return Err(format!("a block of {threads} threads is more than this kernel's {max_threads}"));
+    }
+    Ok(())
 }
 
 /// `count` vectors of `k` elements of `t`, `ld` elements apart from `base`, as packed F32.
@@ -312,9 +344,32 @@ mod tests {
     fn kernels_are_found_by_name() {
         let gpu = Emulated::new();
         let f = gpu.function(Kernel { source: "matvec", name: "mul_mat_vec" }).unwrap();
-        assert_eq!(KERNELS[f.0].0, "mul_mat_vec");
+        assert_eq!(KERNELS[f.0].name, "mul_mat_vec");
         let missing = gpu.function(Kernel { source: "matvec", name: "no_such_kernel" });
         assert!(missing.unwrap_err().reason.contains("no_such_kernel"));
+    }
+
+    #[test]
+    fn launches_beyond_cudas_limits_are_refused_as_a_gpu_refuses_them() {
+        let gpu = Emulated::new();
+        let function = |name| gpu.function(Kernel { source: "rows", name }).unwrap();
+        let refused = |name, grid, block| launchable(function(name), grid, block).unwrap_err().reason;
+        let reason = refused("sum_rows_f32", [1, 65536, 1], [32, 1, 1]);
+        assert!(reason.contains("a grid of [1, 65536, 1] blocks") && reason.ends_with("(sum_rows_f32)"), "{reason}");
+        assert!(refused("sum_rows_f32", [1, 1, 65536], [32, 1, 1]).contains("grid"));
+        assert!(refused("sum_rows_f32", [0, 1, 1], [32, 1, 1]).contains("grid"));
+        assert!(refused("argsort_f32", [1, 1, 1], [1025, 1, 1]).contains("a block of [1025, 1, 1] threads"));
+        assert!(refused("argsort_f32", [1, 1, 1], [32, 32, 2]).contains("1024 in all"));
+        assert!(refused("argsort_f32", [1, 1, 1], [1, 1, 65]).contains("block"));
+        // past 256 threads only with __launch_bounds__: sum_rows_f32 has none, argsort_f32 1024
+        assert!(refused("sum_rows_f32", [1, 1, 1], [512, 1, 1]).contains("more than this kernel's 256"));
+        assert_eq!(launchable(function("sum_rows_f32"), [1, 1, 1], [256, 1, 1]), Ok("sum_rows_f32"));
+        assert_eq!(launchable(function("argsort_f32"), [1024, 65535, 1], [1024, 1, 1]), Ok("argsort_f32"));
+        // SAFETY: refused before the kernel runs, so no argument is read.
+        let launched = unsafe { gpu.launch(Stream(1), function("argsort_f32"), [1, 1, 1], [2048, 1, 1], &mut []) };
+        assert_eq!(launched.unwrap_err().call, "cuLaunchKernel", "launches are checked");
+        assert_eq!(launch_limits([i32::MAX as u32, 65535, 65535], [1024, 1, 1], 1024), Ok(()));
+        assert_eq!(launch_limits([1, 1, 1], [16, 1, 64], 1024), Ok(()));
     }
 
     #[test]

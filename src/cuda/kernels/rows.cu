@@ -24,9 +24,9 @@ extern "C" __global__ void sum_rows_f32(shape sx, const char * x, shape sd, char
 #define MAX_SORT 1024
 
 // dst row r = the indices of row r of x in ascending (`descending` = 0) or descending order
-// of value. blockDim.x is the row length rounded up to a power of two, at most 1024; the
-// padding sorts last.
-extern "C" __global__ void argsort_f32(shape sx, const char * x, shape sd, char * d, int descending) {
+// of value. blockDim.x is the row length rounded up to a power of two, at most 1024 (MAX_SORT,
+// the bound that keeps ptxas within a block's registers); the padding sorts last.
+extern "C" __global__ void __launch_bounds__(1024) argsort_f32(shape sx, const char * x, shape sd, char * d, int descending) {
     __shared__ int idx[MAX_SORT];
     const int n = (int) sx.ne[0];
     const int size = (int) blockDim.x;
