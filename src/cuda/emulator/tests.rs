@@ -9,7 +9,7 @@ use crate::core::context::Context;
 use crate::core::graph::cgraph::new_graph_custom;
 use crate::core::op::{GluOp, UnaryOp};
 use crate::core::ops;
-use crate::core::ops::rope::{RopeParams, rope_type, rope_yarn_corr_dims};
+use crate::core::ops::rope::{RopeParams, rope_type};
 use crate::core::ops::sort::SortOrder;
 use crate::core::status::Status;
 use crate::core::tensor::TensorPtr;
@@ -144,56 +144,60 @@ fn soft_max_with_mask_alibi_and_sinks() {
     }
 }
 
-/// `struct rope_params` of kernels/rope.cu.
-#[repr(C)]
-struct KernelRope {
-    n_dims: i32,
-    mode: i32,
-    theta_scale: f32,
-    freq_scale: f32,
-    ext_factor: f32,
-    attn_factor: f32,
-    corr_low: f32,
-    corr_high: f32,
-}
+/// A RoPE case: mode, rotated dimensions, sections, first rotated element, YaRN's
+/// extrapolation factor, whether there are frequency factors, the row type.
+type RopeCase = (i32, i32, [i32; 4], i32, f32, bool, Type);
 
 #[test]
-fn rope_normal_and_neox_with_yarn() {
+fn rope_in_every_mode_with_yarn_sections_and_offsets() {
     let mut c = ctx();
     let mut rng = Rng::new(3);
-    for (mode, ext_factor, with_factors, ty) in [
-        (0, 0.0f32, false, Type::F32),
-        (rope_type::NEOX, 1.0, true, Type::F32),
-        (rope_type::NEOX, 0.0, false, Type::F16),
-    ] {
+    let none = [0; 4];
+    let cases: [RopeCase; 10] = [
+        (rope_type::NORMAL, 48, none, 0, 0.0, false, Type::F32),
+        (rope_type::NEOX, 48, none, 0, 1.0, true, Type::F32),
+        (rope_type::NEOX, 48, none, 0, 0.0, false, Type::F16),
+        // rope_set_offset: the rotated elements start at 8 (normal) or 16 (NeoX)
+        (rope_type::NORMAL, 32, none, 8, 0.0, false, Type::F32),
+        (rope_type::NEOX, 32, none, 16, 1.0, true, Type::F16),
+        // M-RoPE and interleaved M-RoPE: 24 pairs over sections of 8, 8 and 8
+        (rope_type::MROPE, 48, [8, 8, 8, 0], 0, 0.0, false, Type::F32),
+        (rope_type::MROPE, 48, [6, 5, 5, 2], 0, 1.0, true, Type::F16),
+        (rope_type::IMROPE, 48, [8, 8, 8, 0], 0, 0.0, true, Type::F32),
+        // vision: 32 pairs (i, i + 32) over the whole row, each section's angles restarting;
+        // with an empty first section, the second never restarts
+        (rope_type::VISION, 32, [8, 8, 0, 0], 0, 0.0, false, Type::F32),
+        (rope_type::VISION, 32, [0, 10, 4, 2], 0, 1.0, true, Type::F16),
+    ];
+    for (mode, n_dims, sections, n_offs, ext_factor, with_factors, ty) in cases {
         let x = c.new_tensor(ty, &[64, 4, 5, 1]);
         random(x, &mut rng, -1.0, 1.0);
-        let pos = c.new_tensor(Type::I32, &[5]);
-        for (i, p) in [0, 7, 100, 2047, 3].into_iter().enumerate() {
-            // SAFETY: pos holds five i32.
-            unsafe { *pos.data.cast::<i32>().add(i) = p };
+        let multi = mode & rope_type::MROPE != 0;
+        let pos = c.new_tensor(Type::I32, &[if multi { 20 } else { 5 }]);
+        let positions = [0, 7, 100, 2047, 3, 1, 1, 50, 9, 4, 2, 3, 60, 5, 8, 0, 0, 1, 2, 3];
+        for (i, &at) in positions.iter().take(pos.ne[0] as usize).enumerate() {
+            // SAFETY: pos holds ne[0] i32.
+            unsafe { *pos.data.cast::<i32>().add(i) = at };
         }
         let factors = with_factors.then(|| {
-            let f = c.new_tensor(Type::F32, &[24]);
+            let f = c.new_tensor(Type::F32, &[32]);
             random(f, &mut rng, 0.5, 2.0);
             f
         });
-        let mut p = RopeParams::new(48, mode);
+        let mut p = RopeParams::new(n_dims, mode);
         (p.n_ctx_orig, p.freq_base, p.freq_scale, p.ext_factor) = (4096, 10000.0, 0.25, ext_factor);
-        let y = ops::rope::rope_ext(&mut c, x, pos, factors, &p);
+        let y = if multi {
+            ops::rope::rope_multi(&mut c, x, pos, factors, &p, Some(&sections))
+        } else {
+            ops::rope::rope_ext(&mut c, x, pos, factors, &p)
+        };
+        if n_offs > 0 {
+            ops::rope::rope_set_offset(y, n_offs);
+        }
+        assert!(crate::cuda::ops::rope::supports(&y), "mode {mode} is supported");
         let want = on_cpu(&mut c, y);
         let out = twin(&mut c, y);
-        let corr = rope_yarn_corr_dims(p.n_dims, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow);
-        let kp = KernelRope {
-            n_dims: p.n_dims,
-            mode,
-            theta_scale: p.freq_base.powf(-2.0 / p.n_dims as f32),
-            freq_scale: p.freq_scale,
-            ext_factor: p.ext_factor,
-            attn_factor: p.attn_factor,
-            corr_low: corr[0],
-            corr_high: corr[1],
-        };
+        let kp = crate::cuda::ops::rope::KernelParams::of(&y);
         let (sx, so) = (Shape::of(&x), Shape::of(&out));
         let (px, po, pp) = (x.data, out.data, pos.data);
         let pf = factors.map_or(std::ptr::null_mut(), |f| f.data);
@@ -203,7 +207,7 @@ fn rope_normal_and_neox_with_yarn() {
         // a power: at position 2047 they part by ~1e-3 radians, so compare as test-backend-ops
         // does, by the normalised mean squared error
         let err = nmse(&values(out), &want);
-        assert!(err < 1e-7, "rope mode {mode} ext {ext_factor} {}: nmse {err:e}", ty.name());
+        assert!(err < 1e-7, "rope mode {mode} sections {sections:?} offset {n_offs} {}: nmse {err:e}", ty.name());
     }
 }
 

@@ -8,7 +8,7 @@ mod experts;
 mod matmul;
 mod norm;
 mod reduce;
-mod rope;
+pub(super) mod rope;
 mod rows;
 
 use std::ffi::c_void;

@@ -1,21 +1,25 @@
-//! ROPE, normal and NeoX, with YaRN and frequency factors (kernels/rope.cu).
+//! ROPE in every mode ggml knows (normal, NeoX, M-RoPE, interleaved M-RoPE, vision), with
+//! YaRN, frequency factors and `rope_set_offset`'s offset (kernels/rope.cu).
 
 use super::{Queue, data, data_or_null, grid_for, launch, packed_rows, shape, src, src_opt};
-use crate::core::ops::rope::{RopeParams, rope_type, rope_yarn_corr_dims};
+use crate::core::ops::rope::{MROPE_SECTIONS, RopeParams, rope_type, rope_yarn_corr_dims};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
 use crate::cuda::gpu::{GpuResult, Kernel};
 
 const ROPE: Kernel = Kernel { source: "rope", name: "rope" };
 
-/// The op_params word of `rope_set_offset`'s window start, which the kernel does not take.
+/// The op_params word of `rope_set_offset`'s first rotated element.
 const PARAM_N_OFFS: usize = 15;
 
 /// `struct rope_params` of kernels/rope.cu.
 #[repr(C)]
-struct KernelParams {
+pub(in crate::cuda) struct KernelParams {
     n_dims: i32,
     mode: i32,
+    n_offs: i32,
+    n_pairs: i32,
+    sections: [i32; MROPE_SECTIONS],
     theta_scale: f32,
     freq_scale: f32,
     ext_factor: f32,
@@ -24,38 +28,63 @@ struct KernelParams {
     corr_high: f32,
 }
 
+impl KernelParams {
+    /// The kernel's parameters for a ROPE node.
+    pub(in crate::cuda) fn of(node: &Tensor) -> KernelParams {
+        let (p, sections) = RopeParams::from_op_params(node);
+        let corr = rope_yarn_corr_dims(p.n_dims, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow);
+        // vision RoPE turns pairs (i, i + n_dims) across the whole row
+        let n_pairs = if p.mode == rope_type::VISION { src(node, 0).ne[0] as i32 / 2 } else { p.n_dims / 2 };
+        KernelParams {
+            n_dims: p.n_dims,
+            mode: p.mode,
+            n_offs: node.op_param_i32(PARAM_N_OFFS),
+            n_pairs,
+            sections,
+            theta_scale: p.freq_base.powf(-2.0 / p.n_dims as f32),
+            freq_scale: p.freq_scale,
+            ext_factor: p.ext_factor,
+            attn_factor: p.attn_factor,
+            corr_low: corr[0],
+            corr_high: corr[1],
+        }
+    }
+}
+
 pub fn supports(node: &Tensor) -> bool {
     let (x, pos) = (src(node, 0), src(node, 1));
-    let (p, _) = RopeParams::from_op_params(node);
+    let (p, sections) = RopeParams::from_op_params(node);
+    let n_offs = node.op_param_i32(PARAM_N_OFFS);
     let factors_ok = src_opt(node, 2).is_none_or(|f| f.type_ == Type::F32 && f.is_contiguous());
-    matches!(p.mode, rope_type::NORMAL | rope_type::NEOX)
+    let modes = [rope_type::NORMAL, rope_type::NEOX, rope_type::MROPE, rope_type::VISION, rope_type::IMROPE];
+    let multi = p.mode & rope_type::MROPE != 0;
+    // the layouts' own rules, as the CPU checks them
+    let layout_ok = if p.mode == rope_type::VISION {
+        i64::from(p.n_dims) == x.ne[0] / 2 && n_offs == 0
+    } else {
+        n_offs >= 0 && n_offs % 2 == 0 && i64::from(n_offs) + i64::from(p.n_dims) <= x.ne[0]
+    };
+    let sections_ok = !multi || (sections.iter().all(|&s| s >= 0) && sections.iter().sum::<i32>() > 0);
+    let positions = if multi { 4 } else { 1 } * x.ne[2];
+    modes.contains(&p.mode)
         && matches!(x.type_, Type::F32 | Type::F16)
         && node.type_ == x.type_
         && packed_rows(x)
         && pos.type_ == Type::I32
         && pos.is_contiguous()
+        && pos.nelements() >= positions
         && p.n_dims > 0
         && p.n_dims % 2 == 0
         && i64::from(p.n_dims) <= x.ne[0]
+        && layout_ok
+        && sections_ok
         && factors_ok
-        && node.op_param_i32(PARAM_N_OFFS) == 0
 }
 
 pub fn rope(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (x, pos, factors) = (src(node, 0), src(node, 1), src_opt(node, 2));
-    let (p, _) = RopeParams::from_op_params(node);
-    let corr = rope_yarn_corr_dims(p.n_dims, p.n_ctx_orig, p.freq_base, p.beta_fast, p.beta_slow);
-    let params = KernelParams {
-        n_dims: p.n_dims,
-        mode: p.mode,
-        theta_scale: p.freq_base.powf(-2.0 / p.n_dims as f32),
-        freq_scale: p.freq_scale,
-        ext_factor: p.ext_factor,
-        attn_factor: p.attn_factor,
-        corr_low: corr[0],
-        corr_high: corr[1],
-    };
-    let pairs = x.ne[0] / 2 * x.ne[1] * x.ne[2] * x.ne[3];
-    launch!(q, ROPE, grid_for(pairs), super::ELEMENT_THREADS;
+    let params = KernelParams::of(node);
+    let threads = (x.ne[0] - i64::from(params.n_pairs)) * x.ne[1] * x.ne[2] * x.ne[3];
+    launch!(q, ROPE, grid_for(threads), super::ELEMENT_THREADS;
         params, shape(x), data(x), shape(node), data(node), x.type_.0, data(pos), data_or_null(factors))
 }
