@@ -498,20 +498,31 @@ fn row_sums_sorts_repeats_and_concatenations() {
     let (pa, po) = (a.data, out.data);
     run("repeat_f32", 3, 64, &mut [arg(&sa), arg(&pa), arg(&so), arg(&po)]);
     assert_close(&values(out), &want, 0.0, "repeat");
-    for dim in 0..4 {
-        let a = c.new_tensor(Type::F32, &[6, 5, 4, 3]);
-        random(a, &mut rng, -1.0, 1.0);
+    // CONCAT, element by element as the CPU copies them, for each element size
+    for (ty, dim) in [(Type::F32, 0), (Type::F32, 1), (Type::F16, 2), (Type::I8, 3), (Type::I32, 0), (Type::I64, 1)] {
+        let a = c.new_tensor(ty, &[6, 5, 4, 3]);
         let mut ne = [6, 5, 4, 3];
         ne[dim] = 2;
-        let b = c.new_tensor(Type::F32, &ne);
-        random(b, &mut rng, -1.0, 1.0);
+        let b = c.new_tensor(ty, &ne);
+        for t in [a, b] {
+            // SAFETY: t holds nbytes bytes; any bit pattern is an element to copy.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(t.data.cast::<u8>(), t.nbytes()) };
+            bytes.iter_mut().for_each(|v| *v = (rng.uniform(0.0, 256.0) as u8) & 0x7b);
+        }
         let y = ops::reduce::concat(&mut c, a, b, dim as i32);
-        let want = on_cpu(&mut c, y);
+        compute_on_cpu(&mut c, y);
         let out = twin(&mut c, y);
         let (sa, sb, so) = (Shape::of(&a), Shape::of(&b), Shape::of(&out));
-        let (pa, pb, po, d) = (a.data, b.data, out.data, dim as i32);
-        run("concat_f32", 3, 64, &mut [arg(&sa), arg(&pa), arg(&sb), arg(&pb), arg(&so), arg(&po), arg(&d)]);
-        assert_close(&values(out), &want, 0.0, &format!("concat along {dim}"));
+        let (pa, pb, po, d, size) = (a.data, b.data, out.data, dim as i32, ty.type_size() as i32);
+        run("concat", 3, 64, &mut [arg(&sa), arg(&pa), arg(&sb), arg(&pb), arg(&so), arg(&po), arg(&d), arg(&size)]);
+        // SAFETY: both hold y's nbytes bytes.
+        let (got, want) = unsafe {
+            (
+                std::slice::from_raw_parts(out.data.cast::<u8>(), y.nbytes()),
+                std::slice::from_raw_parts(y.data.cast::<u8>(), y.nbytes()),
+            )
+        };
+        assert!(got == want, "concat of {} along {dim}: bytes differ", ty.name());
     }
 }
 

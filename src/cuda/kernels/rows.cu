@@ -76,20 +76,27 @@ extern "C" __global__ void repeat_f32(shape sx, const char * x, shape sd, char *
     }
 }
 
-// dst = a followed by b along dimension `dim`, F32.
-extern "C" __global__ void concat_f32(shape sa, const char * a, shape sb, const char * b, shape sd, char * d, int dim) {
+// dst = a followed by b along dimension `dim`, for every element type of 1, 2, 4 or 8 bytes
+// (`size`): each element copied as it is.
+extern "C" __global__ void concat(shape sa, const char * a, shape sb, const char * b, shape sd, char * d, int dim,
+                                  int size) {
     GRID_STRIDE(i, shape_elements(sd)) {
         i64 c[4];
         shape_coords(sd, sd.ne[0], i, c);
+        char * to = d + shape_offset(sd, c[0], c[1], c[2], c[3]);
         const i64 at = c[dim];
-        float v;
+        const char * from;
         if (at < sa.ne[dim]) {
-            v = load_f32(a + shape_offset(sa, c[0], c[1], c[2], c[3]));
+            from = a + shape_offset(sa, c[0], c[1], c[2], c[3]);
         } else {
             c[dim] = at - sa.ne[dim];
-            v = load_f32(b + shape_offset(sb, c[0], c[1], c[2], c[3]));
-            c[dim] = at;
+            from = b + shape_offset(sb, c[0], c[1], c[2], c[3]);
         }
-        store_f32(d + shape_offset(sd, c[0], c[1], c[2], c[3]), v);
+        switch (size) {
+            case 1: *(u8 *) to = *(const u8 *) from; break;
+            case 2: *(u16 *) to = *(const u16 *) from; break;
+            case 4: *(u32 *) to = *(const u32 *) from; break;
+            default: *(u64 *) to = *(const u64 *) from; break;
+        }
     }
 }

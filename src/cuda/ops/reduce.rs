@@ -1,4 +1,5 @@
-//! SUM_ROWS and MEAN, ARGSORT, REPEAT and CONCAT of F32 data (kernels/rows.cu).
+//! SUM_ROWS and MEAN, ARGSORT and REPEAT of F32 data, and CONCAT of any type whose elements
+//! are not blocks (kernels/rows.cu).
 
 use super::{Queue, data, grid_for, grid_for_rows, launch, shape, src};
 use crate::core::op::Op;
@@ -9,19 +10,21 @@ use crate::cuda::gpu::{GpuResult, Kernel};
 const SUM_ROWS: Kernel = Kernel { source: "rows", name: "sum_rows_f32" };
 const ARGSORT: Kernel = Kernel { source: "rows", name: "argsort_f32" };
 const REPEAT: Kernel = Kernel { source: "rows", name: "repeat_f32" };
-const CONCAT: Kernel = Kernel { source: "rows", name: "concat_f32" };
+const CONCAT: Kernel = Kernel { source: "rows", name: "concat" };
 
 /// The longest row ARGSORT sorts in one block's shared memory (the kernel's `MAX_SORT`).
 const MAX_SORT: i64 = 1024;
 
 pub fn supports(node: &Tensor) -> bool {
     let x = src(node, 0);
-    if x.type_ != Type::F32 {
-        return false;
-    }
     match node.op {
+        Op::CONCAT => {
+            let t = x.type_;
+            let elements = t.blck_size() == 1 && matches!(t.type_size(), 1 | 2 | 4 | 8);
+            elements && src(node, 1).type_ == t && node.type_ == t && (0..4).contains(&node.op_param_i32(0))
+        }
+        _ if x.type_ != Type::F32 => false,
         Op::ARGSORT => node.type_ == Type::I32 && x.ne[0] <= MAX_SORT,
-        Op::CONCAT => node.type_ == Type::F32 && src(node, 1).type_ == Type::F32,
         _ => node.type_ == Type::F32,
     }
 }
@@ -47,6 +50,7 @@ pub fn repeat(q: &Queue, node: &Tensor) -> GpuResult<()> {
 pub fn concat(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let (a, b) = (src(node, 0), src(node, 1));
     let dim = node.op_param_i32(0);
+    let size = node.type_.type_size() as i32;
     launch!(q, CONCAT, grid_for(node.nelements()), super::ELEMENT_THREADS;
-        shape(a), data(a), shape(b), data(b), shape(node), data(node), dim)
+        shape(a), data(a), shape(b), data(b), shape(node), data(node), dim, size)
 }
