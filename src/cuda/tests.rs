@@ -218,6 +218,16 @@ fn product(c: &mut Context, w_type: Type, ne_w: [i64; 4], ne_x: [i64; 4], permut
     Product { plain, w, stored, out }
 }
 
+/// A [`product`] of random weights and activations (seeded by `seed`), computed on the CPU.
+fn product_on_cpu(c: &mut Context, w_type: Type, ne_w: [i64; 4], ne_x: [i64; 4], permuted: bool, seed: u64) -> Product {
+    let mut rng = Rng::new(seed);
+    let cpu = product(c, w_type, ne_w, ne_x, permuted);
+    random(cpu.plain, &mut rng, -0.5, 0.5);
+    random(cpu.stored, &mut rng, -1.0, 1.0);
+    compute_on_cpu(c, cpu.plain, cpu.w, cpu.out);
+    cpu
+}
+
 #[test]
 fn products_match_the_cpu_in_the_vector_kernel_and_the_gemm() {
     // (weights, their shape, the activations' shape, permuted activations): up to 8 columns
@@ -246,11 +256,7 @@ fn products_match_the_cpu_in_the_vector_kernel_and_the_gemm() {
     let cuda = unsafe { BackendPtr::from_raw(device().init_backend(None)) }.expect("a CUDA backend");
     for (w_type, ne_w, ne_x, permuted) in cases {
         let mut c = ctx();
-        let mut rng = Rng::new(7);
-        let cpu = product(&mut c, w_type, ne_w, ne_x, permuted);
-        random(cpu.plain, &mut rng, -0.5, 0.5);
-        random(cpu.stored, &mut rng, -1.0, 1.0);
-        compute_on_cpu(&mut c, cpu.plain, cpu.w, cpu.out);
+        let cpu = product_on_cpu(&mut c, w_type, ne_w, ne_x, permuted, 7);
 
         let mut d = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
         let dev = product(&mut d, w_type, ne_w, ne_x, permuted);
@@ -352,11 +358,7 @@ fn without_cublas_batches_take_the_tiles() {
     ];
     for (w_type, ne_w, ne_x) in cases {
         let mut c = ctx();
-        let mut rng = Rng::new(3);
-        let cpu = product(&mut c, w_type, ne_w, ne_x, false);
-        random(cpu.plain, &mut rng, -0.5, 0.5);
-        random(cpu.stored, &mut rng, -1.0, 1.0);
-        compute_on_cpu(&mut c, cpu.plain, cpu.w, cpu.out);
+        let cpu = product_on_cpu(&mut c, w_type, ne_w, ne_x, false, 3);
         let tiled = ops::matmul::mul_mat(&mut c, cpu.w, cpu.stored);
         crate::cuda::ops::compute(&queue, &tiled).expect("the tiles need no cuBLAS");
         let err = nmse(&values(tiled), &values(cpu.out));

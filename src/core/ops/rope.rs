@@ -19,6 +19,8 @@ pub mod rope_type {
     pub const MROPE: i32 = 8;
     pub const VISION: i32 = 24;
     pub const IMROPE: i32 = 40;
+    /// Every mode ggml knows.
+    pub const ALL: [i32; 5] = [NORMAL, NEOX, MROPE, VISION, IMROPE];
 }
 
 /// `GGML_MROPE_SECTIONS`.
@@ -222,6 +224,11 @@ pub fn rope_multi_back(
     let result = rope_multi(ctx, a, b, c, params, sections);
     result.get_mut().op = Op::ROPE_BACK;
     result
+}
+
+/// The first rotated element of a ROPE or ROPE_BACK node (0 unless [`rope_set_offset`] moved it).
+pub fn rope_offset(t: &Tensor) -> i32 {
+    t.op_param_i32(PARAM_N_OFFS)
 }
 
 /// Rotates the `n_dims` dimensions starting at `n_offs` instead of at 0 (not for vision RoPE).

@@ -17,13 +17,11 @@
 
 use super::norm::{row_ptr, source, use_avx2};
 use super::simd;
-use crate::core::ops::rope::{MROPE_SECTIONS, RopeParams, rope_type, rope_yarn_corr_dims};
+use crate::core::ops::rope::{MROPE_SECTIONS, RopeParams, rope_offset, rope_type, rope_yarn_corr_dims};
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::cpu::plan::CACHE_LINE_SIZE;
-
-const PARAM_N_OFFS: usize = 15;
 
 /// C's `MAX` and `MIN` (which keep the second operand when the comparison fails, NaN included).
 fn c_max(a: f32, b: f32) -> f32 {
@@ -182,8 +180,7 @@ pub fn rope_supports(node: &Tensor) -> bool {
         opt_src(node, 0).is_some_and(|s| (s.type_ == Type::F32 || s.type_ == Type::F16) && s.type_ == node.type_);
     let positions = opt_src(node, 1).is_some_and(|p| p.type_ == Type::I32);
     let factors = opt_src(node, 2).is_none_or(|f| f.type_ == Type::F32);
-    let modes = [rope_type::NORMAL, rope_type::NEOX, rope_type::MROPE, rope_type::VISION, rope_type::IMROPE];
-    data && positions && factors && modes.contains(&mode)
+    data && positions && factors && rope_type::ALL.contains(&mode)
 }
 
 /// As [`rope_supports`].
@@ -211,7 +208,7 @@ fn rope_any(params: &ComputeParams, dst: TensorPtr, forward: bool) {
     let src = source(dst, 0);
     let pos = source(dst, 1);
     let (p, sizes) = RopeParams::from_op_params(&dst);
-    let n_offs = dst.op_param_i32(PARAM_N_OFFS);
+    let n_offs = rope_offset(&dst);
     let [ne0, ne1, ne2, ne3] = dst.ne;
     let ty = src.type_;
     let name = dst.op.name();

@@ -215,16 +215,8 @@ extern "C" __global__ void unpack_rows(shape ss, const char * src, int ts, char 
     GRID_STRIDE(i, groups * shape_rows(ss)) {
         const i64 r = i / groups;
         const i64 g = i % groups;
-        const char * row = src + shape_row_offset(ss, r);
-        const int n = (int) min((i64) 32, ss.ne[0] - 32 * g);
         float v[32];
-        if (n == 32) {
-            group_values(ts, row, g, v);
-        } else {
-            for (int j = 0; j < n; ++j) {
-                v[j] = row_value(ts, row, 32 * g + j);
-            }
-        }
+        const int n = group_values(ts, src + shape_row_offset(ss, r), ss.ne[0], g, v);
         char * out = dst + (r * ss.ne[0] + 32 * g) * size;
         for (int j = 0; j < n; ++j) {
             store_as(td, out + j * size, v[j]);

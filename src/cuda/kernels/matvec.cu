@@ -7,19 +7,13 @@
 
 #define MAX_COLS 8
 
-// Adds the products of the weights of group `g` of a weight row (its 32 values, or the
-// `n` < 32 left at the end of a float row) with the matching values of each column. `x` points
-// at the group's first value in column 0; columns are `x_stride` floats apart.
-__device__ __forceinline__ void group_dot(int type, const char * row, i64 g, int n, const float * x, i64 x_stride,
+// Adds the products of the weights of group `g` of a weight row of `k` values (its 32 values,
+// or those left at the end of a float row) with the matching values of each column. `x`
+// points at the group's first value in column 0; columns are `x_stride` floats apart.
+__device__ __forceinline__ void group_dot(int type, const char * row, i64 k, i64 g, const float * x, i64 x_stride,
                                           int ncols, float acc[MAX_COLS]) {
     float v[32];
-    if (n == 32) {
-        group_values(type, row, g, v);
-    } else {
-        for (int j = 0; j < n; ++j) {
-            v[j] = row_value(type, row, 32 * g + j);
-        }
-    }
+    const int n = group_values(type, row, k, g, v);
 #pragma unroll
     for (int c = 0; c < MAX_COLS; ++c) {
         if (c < ncols) {
@@ -30,11 +24,6 @@ __device__ __forceinline__ void group_dot(int type, const char * row, i64 g, int
             acc[c] += s;
         }
     }
-}
-
-// The values of group `g` of a row of `k` values: 32, or what is left of the row.
-__device__ __forceinline__ int group_size(i64 k, i64 g) {
-    return (int) min((i64) 32, k - 32 * g);
 }
 
 // dst[m, n, i12, i13] = sum_k w[k, m, i12 / r2, i13 / r3] * x[k, n, i12, i13] for n < ncols
@@ -60,7 +49,7 @@ extern "C" __global__ void mul_mat_vec(shape sw, const char * w, int type, shape
     float acc[MAX_COLS] = { 0.0f };
     const i64 groups = (sw.ne[0] + 31) / 32;
     for (i64 g = lane; g < groups; g += WARP_SIZE) {
-        group_dot(type, row, g, group_size(sw.ne[0], g), col + 32 * g, x_stride, ncols, acc);
+        group_dot(type, row, sw.ne[0], g, col + 32 * g, x_stride, ncols, acc);
     }
 #pragma unroll
     for (int n = 0; n < MAX_COLS; ++n) {
@@ -95,7 +84,7 @@ extern "C" __global__ void mul_mat_id_vec(shape sw, const char * w, int type, sh
 
     float acc[MAX_COLS] = { 0.0f };
     for (i64 g = lane; g < (sw.ne[0] + 31) / 32; g += WARP_SIZE) {
-        group_dot(type, row, g, group_size(sw.ne[0], g), col + 32 * g, 0, 1, acc);
+        group_dot(type, row, sw.ne[0], g, col + 32 * g, 0, 1, acc);
     }
     const float sum = warp_sum(acc[0]);
     if (lane == 0) {

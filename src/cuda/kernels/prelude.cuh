@@ -475,7 +475,8 @@ __device__ __forceinline__ float row_value(int type, const char * row, i64 i) {
     }
 }
 
-// Values 32g .. 32g + 31 of a row of `type` into `v` (row lengths are multiples of 32).
+// Values 32g .. 32g + n - 1 of a row of `k` values of `type` into `v`, returning n: 32, or
+// what is left of a float row in its last group (rows of a block type are whole groups).
 #define GROUP_VALUES(T, f, per_block)                                  \
     do {                                                               \
         const T & b = ((const T *) row)[g / ((per_block) / 32)];       \
@@ -483,7 +484,8 @@ __device__ __forceinline__ float row_value(int type, const char * row, i64 i) {
         for (int j = 0; j < 32; ++j) v[j] = f(b, first + j);           \
     } while (0)
 
-__device__ __forceinline__ void group_values(int type, const char * row, i64 g, float v[32]) {
+__device__ __forceinline__ int group_values(int type, const char * row, i64 k, i64 g, float v[32]) {
+    const int n = (int) min((i64) 32, k - 32 * g);
     switch (type) {
         case TYPE_Q4_0: GROUP_VALUES(block_q4_0, q4_0_value, 32); break;
         case TYPE_Q4_1: GROUP_VALUES(block_q4_1, q4_1_value, 32); break;
@@ -499,15 +501,16 @@ __device__ __forceinline__ void group_values(int type, const char * row, i64 g, 
         case TYPE_Q6_K: GROUP_VALUES(block_q6_K, q6_K_value, QK_K); break;
         case TYPE_IQ4_XS: GROUP_VALUES(block_iq4_xs, iq4_xs_value, QK_K); break;
         case TYPE_F16:
-            for (int j = 0; j < 32; ++j) v[j] = load_f16(row + 2 * (32 * g + j));
+            for (int j = 0; j < n; ++j) v[j] = load_f16(row + 2 * (32 * g + j));
             break;
         case TYPE_BF16:
-            for (int j = 0; j < 32; ++j) v[j] = load_bf16(row + 2 * (32 * g + j));
+            for (int j = 0; j < n; ++j) v[j] = load_bf16(row + 2 * (32 * g + j));
             break;
         default:
-            for (int j = 0; j < 32; ++j) v[j] = load_f32(row + 4 * (32 * g + j));
+            for (int j = 0; j < n; ++j) v[j] = load_f32(row + 4 * (32 * g + j));
             break;
     }
+    return n;
 }
 
 // ---- attention -----------------------------------------------------------------------

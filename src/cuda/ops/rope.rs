@@ -2,15 +2,12 @@
 //! YaRN, frequency factors and `rope_set_offset`'s offset (kernels/rope.cu).
 
 use super::{Queue, data, data_or_null, grid_for, launch, packed_rows, shape, src, src_opt};
-use crate::core::ops::rope::{MROPE_SECTIONS, RopeParams, rope_type, rope_yarn_corr_dims};
+use crate::core::ops::rope::{MROPE_SECTIONS, RopeParams, rope_offset, rope_type, rope_yarn_corr_dims};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
 use crate::cuda::gpu::{GpuResult, Kernel};
 
 const ROPE: Kernel = Kernel { source: "rope", name: "rope" };
-
-/// The op_params word of `rope_set_offset`'s first rotated element.
-const PARAM_N_OFFS: usize = 15;
 
 /// `struct rope_params` of kernels/rope.cu.
 #[repr(C)]
@@ -38,7 +35,7 @@ impl KernelParams {
         KernelParams {
             n_dims: p.n_dims,
             mode: p.mode,
-            n_offs: node.op_param_i32(PARAM_N_OFFS),
+            n_offs: rope_offset(node),
             n_pairs,
             sections,
             theta_scale: p.freq_base.powf(-2.0 / p.n_dims as f32),
@@ -54,9 +51,8 @@ impl KernelParams {
 pub fn supports(node: &Tensor) -> bool {
     let (x, pos) = (src(node, 0), src(node, 1));
     let (p, sections) = RopeParams::from_op_params(node);
-    let n_offs = node.op_param_i32(PARAM_N_OFFS);
+    let n_offs = rope_offset(node);
     let factors_ok = src_opt(node, 2).is_none_or(|f| f.type_ == Type::F32 && f.is_contiguous());
-    let modes = [rope_type::NORMAL, rope_type::NEOX, rope_type::MROPE, rope_type::VISION, rope_type::IMROPE];
     let multi = p.mode & rope_type::MROPE != 0;
     // the layouts' own rules, as the CPU checks them
     let layout_ok = if p.mode == rope_type::VISION {
@@ -66,7 +62,7 @@ pub fn supports(node: &Tensor) -> bool {
     };
     let sections_ok = !multi || (sections.iter().all(|&s| s >= 0) && sections.iter().sum::<i32>() > 0);
     let positions = if multi { 4 } else { 1 } * x.ne[2];
-    modes.contains(&p.mode)
+    rope_type::ALL.contains(&p.mode)
         && matches!(x.type_, Type::F32 | Type::F16)
         && node.type_ == x.type_
         && packed_rows(x)

@@ -334,8 +334,7 @@ fn rope(node: TensorPtr) -> Verdict {
     need!(packed(&a) && packed(&node), "ROPE: rows are not packed");
     need!(ne0 <= MAX_ROPE_ROW, "ROPE: rows of {}", ne0);
     let mode = node.op_params[ROPE_MODE];
-    let modes = [rope_type::NORMAL, rope_type::NEOX, rope_type::MROPE, rope_type::VISION, rope_type::IMROPE];
-    need!(modes.contains(&mode), "ROPE: unknown mode {}", mode);
+    need!(rope_type::ALL.contains(&mode), "ROPE: unknown mode {}", mode);
     let multi = mode & rope_type::MROPE != 0;
     let per_token = if multi { 4 } else { 1 };
     // the kernel reads the positions (and frequency factors) as packed vectors
