@@ -11,28 +11,19 @@
 # and may set model_size (GEN_MODEL_SIZE of gen-model: "" for the default shape, tiny or
 # tiny-moe), which names the models (and their logs) of the other shapes apart; it may change
 # between calls.
-# Environment read here: GGML_REF_CACHE (default ~/.cache/ggml-reference), JOBS (to build the
-# reference programs if missing, default 2), QUANTIZE_ARGS (extra llama-quantize options).
+# Environment read here: QUANTIZE_ARGS (extra llama-quantize options); the reference comes from
+# scripts/reference (its cache, GGML_REF_CACHE).
 
-cache=${GGML_REF_CACHE:-$HOME/.cache/ggml-reference}
-src=$cache/llama.cpp
-bin=$cache/build/bin
+src=$("$root/scripts/reference" src)
 vocab=$src/models/ggml-vocab-llama-spm.gguf
 text=$work/text.txt
 gen=$work/gen-model
 mkdir -p "$work/models" "$work/logs"
 
-# llama_programs PROG...: builds the reference programs that are missing
+# llama_programs PROG...: builds the reference programs (where missing) and sets bin, the
+# directory that holds them
 llama_programs() {
-  local p
-  for p in "$@"; do
-    if [[ ! -x $bin/$p ]]; then
-      echo "building the reference's $* (stock flags; a while on 2 cores)"
-      nice ninja -C "$cache/build" -j"${JOBS:-2}" "$@" > "$work/logs/ninja.log" 2>&1 ||
-        { echo "$me: reference build failed: $work/logs/ninja.log" >&2; exit 1; }
-      return
-    fi
-  done
+  bin=$(nice "$root/scripts/reference" build "$@")/bin || { echo "$me: reference build failed" >&2; exit 1; }
 }
 
 # ours COMMAND...: the reference programs with PREFIX's ggml first on the library path

@@ -4,8 +4,8 @@
 //!
 //! The crate is built in layers. A module may use the modules on the rows below its own, never
 //! one on a row above and never a neighbour on its own row: device backends are siblings that
-//! know nothing of each other, and nothing beneath them names a device. `tests/layers.rs`
-//! reads this picture and fails, naming file and line, on any path in the library's code
+//! know nothing of each other, and nothing beneath them names a device. `src/layering.rs`
+//! (a test) reads this picture and fails, naming file and line, on any path in the library's code
 //! (tests aside) that it does not allow.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Device memory: the buffer type "CUDA<i>" of each device and its buffers. A buffer is one
+//! Device memory: the buffer type `"CUDA<i>"` of each device and its buffers. A buffer is one
 //! allocation; tensor data operations are copies on the device's default stream, finished
 //! before they return, as ggml's synchronous buffer calls promise.
 

@@ -1,4 +1,4 @@
-//! A GPU as a ggml device: "CUDA<i>", described by the GPU's name, identified by its PCI bus
+//! A GPU as a ggml device: `"CUDA<i>"`, described by the GPU's name, identified by its PCI bus
 //! id. Its buffer type allocates device memory, its host buffer type page-locked memory, and
 //! its backends are streams. `supports_op` is exactly what `ops` can compute.
 

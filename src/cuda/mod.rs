@@ -1,7 +1,10 @@
-//! The CUDA device backend, in progress: its kernels (`kernels/*.cu`, CUDA C compiled by NVRTC
-//! for the GPU at hand, checked for every architecture by scripts/cuda-check), the GPU interface
-//! the backend drives (`gpu`) and, with the `cuda-emulator` feature, the emulated device that
-//! runs the same sources on the CPU.
+//! The CUDA device backend: its kernels (`kernels/*.cu`, CUDA C compiled by NVRTC for the GPU at
+//! hand, checked for every architecture by scripts/cuda-check), the GPU interface the backend
+//! drives (`gpu`) and, with the `cuda-emulator` feature, the emulated device that runs the same
+//! sources on the CPU. The op set llama.cpp offloads runs and matches the CPU (test-backend-ops
+//! on the emulated device); the design is correctness first: batched products of quantized
+//! weights are unpacked to F32 or F16 for a GEMM, and no kernel uses tensor cores or int8
+//! products yet.
 
 pub mod backend;
 pub mod buffer;

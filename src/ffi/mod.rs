@@ -1,6 +1,11 @@
-//! The C edge. Every exported symbol lives under this module; each turns its raw handles into
+//! The C edge. Every exported function lives under this module; each turns its raw handles into
 //! Rust values through [`handle`] (which aborts with the export's name on a NULL that ggml does
 //! not allow) and calls into the safe core.
+//!
+//! Two kinds of C-facing code live elsewhere, beside what they serve: the five lookup tables
+//! libggml-cpu exports as data (`cpu/tables.rs`, filled by `ggml_cpu_init`), and the
+//! `extern "C"` functions that C reaches only by pointer, never by name: the entries of the
+//! backend interface tables (`ggml_backend_i` and its siblings) and of the CPU type traits.
 
 // The exported functions take raw pointers by design: they are the C ABI, and C callers cannot
 // see an `unsafe` marker. Each one checks what it can (NULL) before dereferencing.

@@ -3,7 +3,7 @@
 //! A format is its [`BlockFormat`](super::BlockFormat) implementation in its own file (what
 //! sets it apart from the others, such as its quantizer for `ggml_quantize_chunk` or where
 //! its scales lie for validation, is said there, in the trait's constants and methods) and one
-//! line below. Code that has to pick a format's code by [`Type`](crate::core::types::Type)
+//! line below. Code that has to pick a format's code by [`Type`]
 //! matches through [`with_weight_format!`] or [`with_block_format!`], whose arms are generated
 //! from the list, so adding a line is all it takes for every such match to know the format.
 //!

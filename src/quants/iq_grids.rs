@@ -486,11 +486,15 @@ pub(crate) fn scale_code(id: f32, scale: f32) -> u8 {
 mod tests {
     use super::*;
 
-    /// The values of a table in the reference's ggml-common.h, when that file is present.
+    /// The values of a table in the reference's ggml-common.h, when its source tree is named by
+    /// `GGML_REF_SRC` (scripts/test sets it from `scripts/reference env`).
     fn reference_table(name: &str) -> Option<Vec<u64>> {
-        let home = std::env::var_os("HOME")?;
-        let path = std::path::Path::new(&home).join(".cache/ggml-reference/llama.cpp/ggml/src/ggml-common.h");
-        let text = std::fs::read_to_string(path).ok()?;
+        let Some(src) = std::env::var_os("GGML_REF_SRC") else {
+            eprintln!("{name}: not compared with the reference (GGML_REF_SRC unset)");
+            return None;
+        };
+        let path = std::path::Path::new(&src).join("ggml/src/ggml-common.h");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let begin = text.find(&format!(", {name},"))?;
         let body = &text[begin..];
         let body = &body[body.find(')')? + 1..body.find("GGML_TABLE_END")?];

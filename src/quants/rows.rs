@@ -28,10 +28,10 @@ pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: i64) -> &'a [T] {
     unsafe { std::slice::from_raw_parts(ptr, len as usize) }
 }
 
-/// Mutable counterpart of [`slice`].
+/// Mutable counterpart of [`slice()`].
 ///
 /// # Safety
-/// As [`slice`], and nothing else may read or write the elements during `'a` (C callers do
+/// As [`slice()`], and nothing else may read or write the elements during `'a` (C callers do
 /// not let output buffers overlap inputs: `restrict`).
 #[track_caller]
 pub(crate) unsafe fn slice_mut<'a, T>(ptr: *mut T, len: i64) -> &'a mut [T] {

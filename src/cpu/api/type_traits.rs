@@ -103,7 +103,7 @@ pub unsafe fn dot_rows(
 /// Quantizes activations to Q8_0 as the CPU kernels do.
 ///
 /// # Safety
-/// As [`quantize_blocks`].
+/// As [`quantize_operands`].
 unsafe extern "C" fn quantize_q8_0(x: *const f32, y: *mut c_void, k: i64) {
     // SAFETY: passed on from the caller.
     if let Some((x, y)) = unsafe { quantize_operands::<BlockQ8_0>(x, y, k) } {
@@ -114,7 +114,7 @@ unsafe extern "C" fn quantize_q8_0(x: *const f32, y: *mut c_void, k: i64) {
 /// Quantizes activations to Q8_1 as the CPU kernels do.
 ///
 /// # Safety
-/// As [`quantize_blocks`].
+/// As [`quantize_operands`].
 unsafe extern "C" fn quantize_q8_1(x: *const f32, y: *mut c_void, k: i64) {
     // SAFETY: passed on from the caller.
     if let Some((x, y)) = unsafe { quantize_operands::<BlockQ8_1>(x, y, k) } {
@@ -125,7 +125,7 @@ unsafe extern "C" fn quantize_q8_1(x: *const f32, y: *mut c_void, k: i64) {
 /// Quantizes activations to Q8_K as the CPU kernels do (ggml's reference quantizer).
 ///
 /// # Safety
-/// As [`quantize_blocks`].
+/// As [`quantize_operands`].
 unsafe extern "C" fn quantize_q8_k(x: *const f32, y: *mut c_void, k: i64) {
     // SAFETY: passed on from the caller.
     if let Some((x, y)) = unsafe { quantize_operands::<BlockQ8K>(x, y, k) } {
@@ -136,7 +136,7 @@ unsafe extern "C" fn quantize_q8_k(x: *const f32, y: *mut c_void, k: i64) {
 /// The input and output of a quantizer as slices: None for an empty row.
 ///
 /// # Safety
-/// As [`quantize_blocks`].
+/// `x` holds `k` floats and `y` room for their blocks of `B`, not overlapping them.
 unsafe fn quantize_operands<'a, B: BlockFormat>(
     x: *const f32,
     y: *mut c_void,

@@ -564,7 +564,7 @@ pub fn set_supports(node: &Tensor) -> bool {
 }
 
 /// `GGML_OP_SET`: `dst` is `src[0]` with `src[1]` written into the window at byte offset
-/// op_params[3] with strides op_params[0..3]. Unless op_params[4] says `dst` already is
+/// `op_params[3]` with strides `op_params[0..3]`. Unless `op_params[4]` says `dst` already is
 /// `src[0]`, thread 0 copies it first and the team waits.
 pub fn set(params: &ComputeParams, dst: TensorPtr) {
     let a = src(dst, 0);
@@ -628,7 +628,7 @@ impl Window {
     }
 }
 
-/// The shared first phase of `set` and `acc`: unless op_params[4] (inplace) is set, thread 0
+/// The shared first phase of `set` and `acc`: unless `op_params[4]` (inplace) is set, thread 0
 /// copies `a` into `dst`, and the whole team waits for it.
 pub(crate) fn window_prepare(params: &ComputeParams, a: &Tensor, dst: &Tensor) {
     if dst.op_params[4] != 0 {

@@ -292,7 +292,7 @@ pub fn acc_supports(node: &Tensor) -> bool {
 }
 
 /// `GGML_OP_ACC`: `dst` is `src[0]` with `src[1]` added into the window at byte offset
-/// op_params[3] with strides op_params[0..3] (copied first unless in place, op_params[4]).
+/// `op_params[3]` with strides `op_params[0..3]` (copied first unless in place, `op_params[4]`).
 pub fn acc(params: &ComputeParams, dst: TensorPtr) {
     let a = src(dst, 0);
     let b = src(dst, 1);
@@ -369,7 +369,7 @@ pub fn scale_supports(node: &Tensor) -> bool {
     }
 }
 
-/// `GGML_OP_SCALE`: `dst = s·x + b` with `[s, b]` = op_params[0..2] (`s·x` when `b` is 0).
+/// `GGML_OP_SCALE`: `dst = s·x + b` with `[s, b]` = `op_params[0..2]` (`s·x` when `b` is 0).
 pub fn scale(params: &ComputeParams, dst: TensorPtr) {
     let a = src(dst, 0);
     crate::ggml_assert!(scale_supports(&dst), "scale: needs f32 tensors with packed rows");
@@ -415,13 +415,13 @@ pub fn map_supports(node: &Tensor) -> bool {
     }
 }
 
-/// `GGML_OP_CLAMP`: `MAX(MIN(x, max), min)` with `[min, max]` = op_params[0..2].
+/// `GGML_OP_CLAMP`: `MAX(MIN(x, max), min)` with `[min, max]` = `op_params[0..2]`.
 pub fn clamp(params: &ComputeParams, dst: TensorPtr) {
     let (lo, hi) = (dst.op_param_f32(0), dst.op_param_f32(1));
     map_rows(params, &src(dst, 0), &dst, None, move |x| c_max(c_min(x, hi), lo));
 }
 
-/// `GGML_OP_LEAKY_RELU`: `max(x, 0) + slope·min(x, 0)`, the slope in op_params[0].
+/// `GGML_OP_LEAKY_RELU`: `max(x, 0) + slope·min(x, 0)`, the slope in `op_params[0]`.
 pub fn leaky_relu(params: &ComputeParams, dst: TensorPtr) {
     let slope = dst.op_param_f32(0);
     map_rows(params, &src(dst, 0), &dst, None, move |x| {
@@ -434,7 +434,7 @@ pub fn fill_supports(node: &Tensor) -> bool {
     is_float(node.type_) && node.nb[0] == node.type_.type_size()
 }
 
-/// `GGML_OP_FILL`: every element becomes op_params[0].
+/// `GGML_OP_FILL`: every element becomes `op_params[0]`.
 pub fn fill(params: &ComputeParams, dst: TensorPtr) {
     let c = dst.op_param_f32(0);
     crate::ggml_assert!(fill_supports(&dst), "fill: unsupported type {}", dst.type_.name());
@@ -473,7 +473,7 @@ pub fn tri_supports(node: &Tensor) -> bool {
     }
 }
 
-/// `GGML_OP_TRI`: keeps the triangle of each matrix that op_params[0] names
+/// `GGML_OP_TRI`: keeps the triangle of each matrix that `op_params[0]` names
 /// (`enum ggml_tri_type`: upper with diagonal, upper, lower with diagonal, lower); the other
 /// elements become 0.
 pub fn tri(params: &ComputeParams, dst: TensorPtr) {

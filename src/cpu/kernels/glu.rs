@@ -34,8 +34,8 @@ pub fn glu_supports(node: &Tensor) -> bool {
 }
 
 /// `GGML_OP_GLU`: `dst = act(x) * g`, where `x` and `g` are the two halves of each row of
-/// `src[0]` (gate first when op_params[1] says swapped), or `src[0]` and `src[1]`.
-/// SWIGLU_OAI takes alpha and limit from op_params[2..4], SWIGLU_CLAMP its limit from 3.
+/// `src[0]` (gate first when `op_params[1]` says swapped), or `src[0]` and `src[1]`.
+/// SWIGLU_OAI takes alpha and limit from `op_params[2..4]`, SWIGLU_CLAMP its limit from 3.
 pub fn glu(params: &ComputeParams, dst: TensorPtr) {
     let a = src(dst, 0);
     let b = dst.src(1);

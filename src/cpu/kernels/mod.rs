@@ -229,7 +229,7 @@ fn source_of(node: &Tensor, i: usize) -> Option<&Tensor> {
     unsafe { node.src[i].as_ref() }
 }
 
-/// `GGML_HINT_SRC0_IS_HADAMARD`, which MUL_MAT keeps in op_params[1].
+/// `GGML_HINT_SRC0_IS_HADAMARD`, which MUL_MAT keeps in `op_params[1]`.
 const HINT_SRC0_IS_HADAMARD: i32 = 1;
 
 /// The limits ggml 0.25.1's CPU device states in its `supports_op`, whatever kernels exist.

@@ -302,7 +302,7 @@ pub fn repeat_back(params: &ComputeParams, dst: TensorPtr) {
 
 // ---- concat ----
 
-/// Whether [`concat`] covers `node`.
+/// Whether [`concat()`] covers `node`.
 pub fn concat_supports(node: &Tensor) -> bool {
     let dim = node.op_params[0];
     match (source(node, 0), source(node, 1)) {
@@ -323,7 +323,7 @@ pub fn concat_supports(node: &Tensor) -> bool {
     }
 }
 
-/// `GGML_OP_CONCAT`: `src[0]` and `src[1]` joined along dimension op_params[0].
+/// `GGML_OP_CONCAT`: `src[0]` and `src[1]` joined along dimension `op_params[0]`.
 pub fn concat(params: &ComputeParams, dst: TensorPtr) {
     let a = src(dst, 0);
     let b = src(dst, 1);

@@ -349,7 +349,7 @@ pub fn diag_mask_supports(node: &Tensor) -> bool {
 }
 
 /// `GGML_OP_DIAG_MASK_INF`: elements above the diagonal shifted right by `n_past`
-/// (op_params[0]) become -inf.
+/// (`op_params[0]`) become -inf.
 pub fn diag_mask_inf(params: &ComputeParams, dst: TensorPtr) {
     diag_mask(params, dst, f32::NEG_INFINITY);
 }

@@ -190,7 +190,7 @@ pub fn unary_supports(node: &Tensor) -> bool {
     node.op == Op::UNARY && (0..UnaryOp::COUNT).contains(&node.op_params[0]) && source_types_supported(node)
 }
 
-/// `GGML_OP_UNARY`: the function op_params[0] names, element by element.
+/// `GGML_OP_UNARY`: the function `op_params[0]` names, element by element.
 pub fn unary(params: &ComputeParams, dst: TensorPtr) {
     let a = src(dst, 0);
     let op = UnaryOp(dst.op_params[0]);

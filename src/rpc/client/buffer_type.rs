@@ -1,4 +1,4 @@
-//! One buffer type per server device ("RPC<device>[<endpoint>]"), made on first request and
+//! One buffer type per server device (`"RPC<device>[<endpoint>]"`), made on first request and
 //! kept for the life of the process, as the reference keeps them. Its alignment and largest
 //! buffer are asked once, when it is made.
 

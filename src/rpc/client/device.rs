@@ -44,7 +44,7 @@ const INTERFACE: DeviceInterface = DeviceInterface {
     event_synchronize: Some(event_synchronize),
 };
 
-/// A new device for device `index` of the server at `endpoint`, named "RPC<number>" and
+/// A new device for device `index` of the server at `endpoint`, named `"RPC<number>"` and
 /// described by the endpoint; it lives for the process.
 pub fn new(endpoint: &str, index: u32, number: u32) -> *mut Device {
     let context = Box::new(DeviceContext {

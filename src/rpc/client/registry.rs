@@ -1,6 +1,6 @@
 //! The "RPC" registry and one registry per server. The base registry is built in and has no
 //! devices of its own; `add_server(endpoint)` asks the server how many devices it serves and
-//! returns a registry "RPC[endpoint]" listing them, named "RPC0", "RPC1", ... across servers.
+//! returns a registry `"RPC[endpoint]"` listing them, named `"RPC0"`, `"RPC1"`, ... across servers.
 //! Every device's `reg` is the base registry, which is how llama.cpp recognizes them.
 
 use std::collections::HashMap;

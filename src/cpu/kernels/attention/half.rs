@@ -149,7 +149,7 @@ impl Half {
     }
 
     /// `out[k][r] = dot(keys[k], queries[r])` for up to [`GROUP`] query rows, bit for bit as
-    /// [`Half::dot`], with the products beyond the blocks summed for all rows and up to
+    /// `Half::dot` (the tests' one row at a time), with the products beyond the blocks summed for all rows and up to
     /// [`TAIL_KEYS`] keys at once (the rows' and keys' `f64` chains interleaved). `tails`
     /// holds the queries' last values ([`Half::query_tails`]).
     pub(super) fn dot_rows(self, keys: &[&[u16]], queries: &[&[u16]], tails: &QueryTails, out: &mut [[f32; GROUP]]) {

@@ -291,7 +291,7 @@ mod avx2 {
     /// `i` finds its pair with one in-lane shuffle ([`WORD_SPREAD`]): the scales of values
     /// 32i..32i+16 in the low half, those of 32i+16..32i+32 at the same place in the high
     /// half. Quadword q is the scale words shifted by 0, 6, 3, 9 bits: word w of quadword q
-    /// then starts with scale 4w + (0, 2, 1, 3)[q].
+    /// then starts with scale 4w + `(0, 2, 1, 3)[q]`.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     fn m_multipliers(b: &BlockIq1M) -> __m256i {
@@ -358,7 +358,7 @@ mod avx2 {
     }
 }
 
-/// The tiles on AVX512-VNNI ([`q8k_vnni_tile`]): the values 8g ± 1 raised by 9 to 0..=18, the
+/// The tiles on AVX512-VNNI ([`q8k_vnni_tile`](crate::cpu::kernels::x86::byte_tiles::q8k_vnni_tile)): the values 8g ± 1 raised by 9 to 0..=18, the
 /// shifts' bytes carrying the raise, so decoding costs what the AVX2 tiles' does; the offset
 /// comes off through the activations' block sums.
 #[cfg(target_arch = "x86_64")]

@@ -259,7 +259,7 @@ mod avx2 {
     }
 }
 
-/// The tiles on AVX512-VBMI processors ([`super::permuted`]).
+/// The tiles on AVX512-VBMI processors ([`vbmi_grids`](crate::cpu::kernels::x86::vbmi_grids)).
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;

@@ -7,7 +7,7 @@ use crate::quants::iq4::{BlockIq4Nl, BlockIq4Xs, LEVELS};
 use crate::quants::k_quants::BlockQ8K;
 use crate::quants::q8::BlockQ8_0;
 
-/// Σ L[code]·y over a group of 32: byte j of `qs` holds the codes of values j (low nibble) and
+/// Σ `L[code]`·y over a group of 32: byte j of `qs` holds the codes of values j (low nibble) and
 /// j+16 (high nibble).
 fn group_sum(qs: &[u8], y: &[u8]) -> i32 {
     (0..16)

@@ -1,6 +1,6 @@
 //! Q4_0 and Q4_1 by Q8_0 and Q8_1: 4-bit levels, two to a byte (values j and j+16 of a block
 //! share byte j). The AVX2 tiles spread the nibbles to bytes and use the integer tiles of
-//! [`x86::int8`](crate::cpu::kernels::x86::int8); the AVX-512 lane tiles are in `x86::avx512`.
+//! [`x86::int8`]; the AVX-512 lane tiles are in `x86::avx512`.
 
 use super::VecDot;
 use super::q8::block_sum;

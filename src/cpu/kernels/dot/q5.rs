@@ -1,6 +1,6 @@
 //! Q5_0 and Q5_1 by Q8_0 and Q8_1: Q4's nibbles with a fifth bit per value, the 32 fifth
 //! bits of a block in one word. The AVX2 tiles build the 5-bit levels as bytes and use the
-//! integer tiles of [`x86::int8`](crate::cpu::kernels::x86::int8).
+//! integer tiles of [`x86::int8`].
 
 use super::VecDot;
 use super::q4::nibbles;

@@ -99,7 +99,7 @@ fn dot_with(n: usize, load: impl Fn(usize) -> (__m256, __m256), tail: impl Fn(us
     hsum(sum) + tail(i)
 }
 
-/// The AVX2 version of [`super::dot_f32`].
+/// The AVX2 version of [`dot_f32`](crate::cpu::kernels::simd::dot_f32).
 ///
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.
@@ -115,7 +115,7 @@ pub fn dot_f32(x: &[f32], y: &[f32]) -> f32 {
     )
 }
 
-/// The AVX2 version of [`super::dot_f16`].
+/// The AVX2 version of [`dot_f16`](crate::cpu::kernels::simd::dot_f16).
 ///
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.
@@ -131,7 +131,7 @@ pub fn dot_f16(x: &[u16], y: &[u16]) -> f32 {
     )
 }
 
-/// The AVX2 version of [`super::dot_bf16`].
+/// The AVX2 version of [`dot_bf16`](crate::cpu::kernels::simd::dot_bf16).
 ///
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.
@@ -147,7 +147,7 @@ pub fn dot_bf16(x: &[Bf16], y: &[Bf16]) -> f32 {
     )
 }
 
-/// The AVX2 version of [`super::axpy_f32`].
+/// The AVX2 version of [`axpy_f32`](crate::cpu::kernels::simd::axpy_f32).
 ///
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.
@@ -169,7 +169,7 @@ pub fn axpy_f32(y: &mut [f32], x: &[f32], a: f32) {
     scalar::axpy_f32(&mut y[i..n], &x[i..n], a);
 }
 
-/// The AVX2 version of [`super::scale_f32`].
+/// The AVX2 version of [`scale_f32`](crate::cpu::kernels::simd::scale_f32).
 ///
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.
@@ -187,7 +187,7 @@ pub fn scale_f32(y: &mut [f32], a: f32) {
     scalar::scale_f32(&mut y[i..], a);
 }
 
-/// The AVX2 version of [`super::sum_f32`].
+/// The AVX2 version of [`sum_f32`](crate::cpu::kernels::simd::sum_f32).
 ///
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.
@@ -213,7 +213,7 @@ pub fn sum_f32(x: &[f32]) -> f32 {
     hsum(sum) + scalar::sum_f32(&x[i..])
 }
 
-/// The AVX2 version of [`super::fp16_to_f32_row`].
+/// The AVX2 version of [`fp16_to_f32_row`](crate::cpu::kernels::simd::fp16_to_f32_row).
 ///
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.
@@ -230,7 +230,7 @@ pub fn fp16_to_f32_row(x: &[u16], y: &mut [f32]) {
     scalar::fp16_to_f32_row(&x[i..n], &mut y[i..n]);
 }
 
-/// The AVX2 version of [`super::f32_to_fp16_row`].
+/// The AVX2 version of [`f32_to_fp16_row`](crate::cpu::kernels::simd::f32_to_fp16_row).
 ///
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.
@@ -250,7 +250,7 @@ pub fn f32_to_fp16_row(x: &[f32], y: &mut [u16]) {
     scalar::f32_to_fp16_row(&x[i..n], &mut y[i..n]);
 }
 
-/// The AVX2 version of [`super::bf16_to_f32_row`].
+/// The AVX2 version of [`bf16_to_f32_row`](crate::cpu::kernels::simd::bf16_to_f32_row).
 ///
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.
@@ -267,7 +267,7 @@ pub fn bf16_to_f32_row(x: &[Bf16], y: &mut [f32]) {
     scalar::bf16_to_f32_row(&x[i..n], &mut y[i..n]);
 }
 
-/// The AVX2 version of [`super::f32_to_bf16_row`].
+/// The AVX2 version of [`f32_to_bf16_row`](crate::cpu::kernels::simd::f32_to_bf16_row).
 ///
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.

@@ -308,7 +308,7 @@ unsafe fn q8_1_column(y: &[BlockQ8_1], b: usize) -> Column {
 /// Q4_0 by Q8_0: levels 0..15 standing for −8..7.
 ///
 /// # Safety
-/// As for [`f32_tile`] (rows of the same number of blocks).
+/// The processor has the features of `has_avx512`; every row holds as many blocks as `x[0]`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn q4_0_lanes<const R: usize, const C: usize>(
     x: &[&[BlockQ4_0]; R],
@@ -328,7 +328,7 @@ pub unsafe fn q4_0_lanes<const R: usize, const C: usize>(
 /// Q5_0 by Q8_0: levels 0..31 standing for −16..15.
 ///
 /// # Safety
-/// As for [`f32_tile`] (rows of the same number of blocks).
+/// The processor has the features of `has_avx512`; every row holds as many blocks as `x[0]`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn q5_0_lanes<const R: usize, const C: usize>(
     x: &[&[BlockQ5_0]; R],
@@ -348,7 +348,7 @@ pub unsafe fn q5_0_lanes<const R: usize, const C: usize>(
 /// Q8_0 by Q8_0: signed levels, made unsigned by adding 128.
 ///
 /// # Safety
-/// As for [`f32_tile`] (rows of the same number of blocks).
+/// The processor has the features of `has_avx512`; every row holds as many blocks as `x[0]`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn q8_0_lanes<const R: usize, const C: usize>(
     x: &[&[BlockQ8_0]; R],
@@ -370,7 +370,7 @@ pub unsafe fn q8_0_lanes<const R: usize, const C: usize>(
 /// Q4_1 by Q8_1: `d·level + m`.
 ///
 /// # Safety
-/// As for [`f32_tile`] (rows of the same number of blocks).
+/// The processor has the features of `has_avx512`; every row holds as many blocks as `x[0]`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn q4_1_lanes<const R: usize, const C: usize>(
     x: &[&[BlockQ4_1]; R],
@@ -390,7 +390,7 @@ pub unsafe fn q4_1_lanes<const R: usize, const C: usize>(
 /// Q5_1 by Q8_1: `d·level + m`, 5-bit levels.
 ///
 /// # Safety
-/// As for [`f32_tile`] (rows of the same number of blocks).
+/// The processor has the features of `has_avx512`; every row holds as many blocks as `x[0]`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn q5_1_lanes<const R: usize, const C: usize>(
     x: &[&[BlockQ5_1]; R],
