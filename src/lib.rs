@@ -4,9 +4,9 @@
 //!
 //! The crate is built in layers. A module may use the modules on the rows below its own, never
 //! one on a row above and never a neighbour on its own row: device backends are siblings that
-//! know nothing of each other, and nothing beneath them names a device. `src/layering.rs`
-//! (a test) reads this picture and fails, naming file and line, on any path in the library's code
-//! (tests aside) that it does not allow.
+//! know nothing of each other, and nothing beneath them names a device. `src/layering/`
+//! reads this picture and fails, naming file and line, on any path in the library's code
+//! (tests aside) that it does not allow, and on any import circle among the files of one folder.
 //!
 //! ```text
 //! ffi                │ the C edge: every exported symbol; C handles become Rust references here
@@ -24,6 +24,10 @@
 //!
 //! - seam `core/graph/tensor_io.rs` -> `backend`: a graph tensor's data may live in a backend
 //!   buffer, and `ggml_set_zero`, the gradient resets and the fusion checks reach it there.
+//! - seam `cpu/device.rs` -> `ffi`: a registry's extra functions (`get_proc_address`) are C
+//!   functions of the library, which live at the C edge; the registry names its own there.
+//! - seam `cuda/registry.rs` -> `ffi`: as for the CPU registry.
+//! - seam `rpc/client/registry.rs` -> `ffi`: as for the CPU registry.
 
 pub mod alloc;
 pub mod backend;

@@ -68,19 +68,17 @@ fuzz_target!(|data: &[u8]| {
     let row_size = ty.row_size(n_per_row);
     let mut dst = vec![0u8; row_size * (first_row + nrows) as usize];
     let start = first_row * n_per_row;
-    // SAFETY: `src` and `dst` hold the rows up to `first_row + nrows`, the importance matrix
-    // one value per column.
-    let written = unsafe {
-        ggml_quantize_chunk(
-            ty,
-            src.as_ptr(),
-            dst.as_mut_ptr().cast(),
-            start,
-            nrows,
-            n_per_row,
-            if with_imatrix { imatrix.as_ptr() } else { std::ptr::null() },
-        )
-    };
+    // `src` and `dst` hold the rows up to `first_row + nrows`, the importance matrix one value
+    // per column.
+    let written = ggml_quantize_chunk(
+        ty,
+        src.as_ptr(),
+        dst.as_mut_ptr().cast(),
+        start,
+        nrows,
+        n_per_row,
+        if with_imatrix { imatrix.as_ptr() } else { std::ptr::null() },
+    );
     assert_eq!(written, row_size * nrows as usize, "{}: bytes written", ty.name());
 
     let chunk = &dst[row_size * first_row as usize..];

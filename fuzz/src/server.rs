@@ -4,7 +4,6 @@
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
-use ggml_rs::backend::device::DevicePtr;
 use ggml_rs::cpu::device::cpu_reg;
 use ggml_rs::rpc::server::Server;
 use ggml_rs::rpc::transport::Stream;
@@ -14,8 +13,7 @@ use crate::connection::Connection;
 
 thread_local! {
     static SERVER: Server = {
-        // SAFETY: the CPU registry's devices live for the whole process.
-        let cpu = unsafe { DevicePtr::from_raw(cpu_reg().dev_get(0)) }.expect("a CPU device");
+        let cpu = cpu_reg().dev_get(0);
         Server::new(&[cpu], 1, None).expect("a server")
     };
 }

@@ -1,13 +1,16 @@
 //! The CPU buffer types: "CPU", host memory this library allocates, and "CPU_Mapped", host
 //! memory a caller hands over (`ggml_backend_cpu_buffer_from_ptr`, e.g. a memory-mapped
 //! model file), which is never freed here. Both are defined in the base library so that every
-//! backend can use them; their `device` stays NULL until a CPU device registers itself.
+//! backend can use them; their `device` stays NULL, as in ggml. [`HostBuffer`] is their buffer,
+//! which other host buffer types (page-locked memory, the repacked weights) build on.
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CStr, c_void};
+use std::ptr::NonNull;
 
-use super::buffer::{BufferPtr, BufferTypePtr, StaticBufferType};
-use super::interface::{Buffer, BufferInterface, BufferType, BufferTypeInterface};
-use crate::core::tensor::Tensor;
+use super::adapter::{StaticBufferType, new_buffer};
+use super::buffer::{BufferPtr, BufferTypePtr};
+use super::traits::{Buffer, BufferType};
+use crate::core::tensor::TensorPtr;
 
 /// Alignment of tensor data in CPU buffers (ggml's `TENSOR_ALIGNMENT`).
 pub const TENSOR_ALIGNMENT: usize = 32;
@@ -18,194 +21,161 @@ const HUGE_PAGE: usize = 2 << 20;
 /// Buffers from this size on start on a huge page and ask for huge pages.
 const HUGE_PAGE_BUFFER: usize = 16 * HUGE_PAGE;
 
-/// The tensor behind a pointer a buffer table entry received (of any CPU buffer type).
-pub(crate) fn tensor_ref<'a>(tensor: *const Tensor) -> &'a Tensor {
-    // SAFETY: ggml's dispatch only calls these entries with live tensors.
-    match unsafe { tensor.as_ref() } {
-        Some(t) => t,
-        None => crate::ggml_abort!("NULL tensor passed to a CPU buffer"),
-    }
+/// Who releases a host buffer's memory when the buffer is freed.
+pub enum Owner {
+    /// This library, which got it from `posix_memalign`.
+    Allocated,
+    /// The caller, who lent it (nothing to release).
+    Caller,
+    /// Another library (a device's page-locked memory), which this releases it to.
+    Other(Box<dyn Fn(*mut c_void)>),
 }
 
-fn buffer_ref<'a>(buffer: *mut Buffer) -> &'a Buffer {
-    // SAFETY: ggml calls a buffer's entries with that live buffer.
-    match unsafe { buffer.as_ref() } {
-        Some(b) => b,
-        None => crate::ggml_abort!("NULL CPU buffer"),
-    }
-}
-
-unsafe extern "C" fn cpu_buffer_get_base(buffer: *mut Buffer) -> *mut c_void {
-    let data = buffer_ref(buffer).context;
-    let misalign = (data as usize).wrapping_neg() % TENSOR_ALIGNMENT;
-    data.cast::<u8>().wrapping_add(misalign).cast()
-}
-
-unsafe extern "C" fn cpu_buffer_free(buffer: *mut Buffer) {
-    // SAFETY: the context of a buffer from `cpu_buffer_type_alloc_buffer` is memory from
-    // posix_memalign, released once, when the buffer is freed.
-    unsafe { libc::free(buffer_ref(buffer).context) };
-}
-
-unsafe extern "C" fn cpu_buffer_memset_tensor(
-    _buffer: *mut Buffer,
-    tensor: *mut Tensor,
-    value: u8,
-    offset: usize,
-    size: usize,
-) {
-    let t = tensor_ref(tensor);
-    // SAFETY: the dispatcher checked that offset + size lies inside the allocated tensor, whose
-    // data is a host address.
-    unsafe { std::ptr::write_bytes(t.data.cast::<u8>().add(offset), value, size) };
-}
-
-unsafe extern "C" fn cpu_buffer_set_tensor(
-    _buffer: *mut Buffer,
-    tensor: *mut Tensor,
-    data: *const c_void,
-    offset: usize,
-    size: usize,
-) {
-    let t = tensor_ref(tensor);
-    // SAFETY: as in memset; `data` holds `size` readable bytes (the caller's contract), and
-    // ggml requires the two ranges not to overlap, as memcpy does.
-    unsafe { std::ptr::copy_nonoverlapping(data.cast::<u8>(), t.data.cast::<u8>().add(offset), size) };
-}
-
-unsafe extern "C" fn cpu_buffer_get_tensor(
-    _buffer: *mut Buffer,
-    tensor: *const Tensor,
+/// `size` bytes of host memory at `data`, tensors placed from its first aligned address.
+pub struct HostBuffer {
     data: *mut c_void,
-    offset: usize,
     size: usize,
-) {
-    let t = tensor_ref(tensor);
-    // SAFETY: as in set, with `data` writable.
-    unsafe { std::ptr::copy_nonoverlapping(t.data.cast::<u8>().add(offset), data.cast::<u8>(), size) };
+    owner: Owner,
 }
 
-unsafe extern "C" fn cpu_buffer_cpy_tensor(_buffer: *mut Buffer, src: *const Tensor, dst: *mut Tensor) -> bool {
-    let (src, dst) = (tensor_ref(src), tensor_ref(dst));
-    // SAFETY: a tensor's buffer is null or a live buffer.
-    let Some(src_buf) = (unsafe { BufferPtr::from_raw(src.buffer.cast()) }) else {
-        crate::ggml_abort!("source tensor {} has no buffer", src.name())
-    };
-    if !src_buf.is_host() {
-        return false;
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        match &self.owner {
+            // SAFETY: memory from posix_memalign, released once, with the buffer.
+            Owner::Allocated => unsafe { libc::free(self.data) },
+            Owner::Caller => {}
+            Owner::Other(release) => release(self.data),
+        }
     }
-    // SAFETY: both tensors are allocated host tensors of the same layout (checked by
-    // ggml_backend_tensor_copy), so nbytes(src) bytes are readable at src and writable at dst.
-    unsafe { std::ptr::copy_nonoverlapping(src.data.cast::<u8>(), dst.data.cast::<u8>(), src.nbytes()) };
-    true
 }
 
-unsafe extern "C" fn cpu_buffer_clear(buffer: *mut Buffer, value: u8) {
-    let b = buffer_ref(buffer);
-    // SAFETY: a CPU buffer's context is the start of `size` bytes of host memory it covers.
-    unsafe { std::ptr::write_bytes(b.context.cast::<u8>(), value, b.size) };
-}
-
-/// The table of buffers whose memory this library allocated (freed with the buffer).
-const CPU_BUFFER_IFACE: BufferInterface = BufferInterface {
-    free_buffer: Some(cpu_buffer_free),
-    get_base: Some(cpu_buffer_get_base),
-    init_tensor: None,
-    memset_tensor: Some(cpu_buffer_memset_tensor),
-    set_tensor: Some(cpu_buffer_set_tensor),
-    get_tensor: Some(cpu_buffer_get_tensor),
-    set_tensor_2d: None,
-    get_tensor_2d: None,
-    cpy_tensor: Some(cpu_buffer_cpy_tensor),
-    clear: Some(cpu_buffer_clear),
-    reset: None,
-};
-
-/// The table of buffers over caller-owned memory: the same, but nothing to free.
-const CPU_BUFFER_FROM_PTR_IFACE: BufferInterface = BufferInterface { free_buffer: None, ..CPU_BUFFER_IFACE };
-
-unsafe extern "C" fn cpu_buffer_type_get_name(_buft: *mut BufferType) -> *const c_char {
-    c"CPU".as_ptr()
-}
-
-unsafe extern "C" fn cpu_mapped_buffer_type_get_name(_buft: *mut BufferType) -> *const c_char {
-    c"CPU_Mapped".as_ptr()
-}
-
-/// Allocates `size` bytes of host memory as a buffer of type `buft`; NULL (after logging) when
-/// the memory is not available. Usable as the `alloc_buffer` of any host buffer type.
-///
-/// # Safety
-/// `buft` must be null or a buffer type that outlives the buffer.
-pub unsafe extern "C" fn cpu_buffer_type_alloc_buffer(buft: *mut BufferType, size: usize) -> *mut Buffer {
-    let mut data: *mut c_void = std::ptr::null_mut();
-    let huge = size >= HUGE_PAGE_BUFFER;
-    let align = if huge { HUGE_PAGE } else { HOST_ALLOC_ALIGNMENT };
-    // SAFETY: posix_memalign writes through a valid out pointer; the alignment is a power of
-    // two and a multiple of the pointer size.
-    let rc = if size == 0 { libc::EINVAL } else { unsafe { libc::posix_memalign(&mut data, align, size) } };
-    if rc != 0 || data.is_null() {
-        crate::log_error!("ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size {}\n", size);
-        return std::ptr::null_mut();
+impl HostBuffer {
+    /// `size` bytes of new host memory; `None` (logged) when it is not available.
+    pub fn alloc(size: usize) -> Option<HostBuffer> {
+        let mut data: *mut c_void = std::ptr::null_mut();
+        let huge = size >= HUGE_PAGE_BUFFER;
+        let align = if huge { HUGE_PAGE } else { HOST_ALLOC_ALIGNMENT };
+        // SAFETY: posix_memalign writes through a valid out pointer; the alignment is a power
+        // of two and a multiple of the pointer size.
+        let rc = if size == 0 { libc::EINVAL } else { unsafe { libc::posix_memalign(&mut data, align, size) } };
+        if rc != 0 || data.is_null() {
+            crate::log_error!(
+                "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size {}\n",
+                size
+            );
+            return None;
+        }
+        if huge {
+            // Weights streamed from memory cross a 4 KiB page every few hundred nanoseconds; in
+            // 2 MiB pages the translations stay in the TLB. Only advice: where transparent huge
+            // pages are off, nothing changes.
+            // SAFETY: the range lies inside the allocation just made (its start is page aligned).
+            unsafe { libc::madvise(data, size / HUGE_PAGE * HUGE_PAGE, libc::MADV_HUGEPAGE) };
+        }
+        Some(HostBuffer { data, size, owner: Owner::Allocated })
     }
-    if huge {
-        // Weights streamed from memory cross a 4 KiB page every few hundred nanoseconds; in
-        // 2 MiB pages the translations stay in the TLB. Only advice: where transparent huge
-        // pages are off, nothing changes.
-        // SAFETY: the range lies inside the allocation just made (its start is page aligned).
-        unsafe { libc::madvise(data, size / HUGE_PAGE * HUGE_PAGE, libc::MADV_HUGEPAGE) };
+
+    /// The `size` bytes at `data`, which `owner` releases.
+    pub fn over(data: *mut c_void, size: usize, owner: Owner) -> HostBuffer {
+        HostBuffer { data, size, owner }
     }
-    BufferPtr::new(buft, CPU_BUFFER_IFACE, data, size).as_ptr()
 }
 
-/// Whether a buffer type is host memory: yes, as an entry of a host buffer type's table.
-pub extern "C" fn cpu_buffer_type_is_host(_buft: *mut BufferType) -> bool {
-    true
+/// `t`'s data from `offset`: the host address the dispatch checked the range of.
+fn at(t: TensorPtr, offset: usize) -> *mut u8 {
+    t.data.cast::<u8>().wrapping_add(offset)
 }
 
-static CPU_BUFFER_TYPE: StaticBufferType = StaticBufferType::new(
-    BufferTypeInterface {
-        get_name: Some(cpu_buffer_type_get_name),
-        alloc_buffer: Some(cpu_buffer_type_alloc_buffer),
-        get_alignment: Some(host_alignment),
-        get_max_size: None,
-        get_alloc_size: None,
-        is_host: Some(cpu_buffer_type_is_host),
-    },
-    std::ptr::null_mut(),
-);
+impl Buffer for HostBuffer {
+    fn get_base(&self) -> Option<NonNull<c_void>> {
+        let misalign = (self.data as usize).wrapping_neg() % TENSOR_ALIGNMENT;
+        NonNull::new(self.data.cast::<u8>().wrapping_add(misalign).cast())
+    }
 
-static CPU_MAPPED_BUFFER_TYPE: StaticBufferType = StaticBufferType::new(
-    BufferTypeInterface {
-        get_name: Some(cpu_mapped_buffer_type_get_name),
-        alloc_buffer: Some(cpu_buffer_type_alloc_buffer),
-        get_alignment: Some(host_alignment),
-        get_max_size: None,
-        get_alloc_size: None,
-        is_host: Some(cpu_buffer_type_is_host),
-    },
-    std::ptr::null_mut(),
-);
+    fn memset_tensor(&self, tensor: TensorPtr, value: u8, offset: usize, size: usize) {
+        // SAFETY: the dispatch checked that offset + size lies inside the allocated tensor,
+        // whose data is a host address.
+        unsafe { std::ptr::write_bytes(at(tensor, offset), value, size) };
+    }
+
+    fn set_tensor(&self, tensor: TensorPtr, data: &[u8], offset: usize) {
+        // SAFETY: as in memset; ggml requires the two ranges not to overlap, as memcpy does.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), at(tensor, offset), data.len()) };
+    }
+
+    fn get_tensor(&self, tensor: TensorPtr, data: &mut [u8], offset: usize) {
+        // SAFETY: as in set, the other way.
+        unsafe { std::ptr::copy_nonoverlapping(at(tensor, offset), data.as_mut_ptr(), data.len()) };
+    }
+
+    fn cpy_tensor(&self, src: TensorPtr, dst: TensorPtr) -> bool {
+        // SAFETY: a tensor's buffer is null or a live buffer.
+        let Some(src_buf) = (unsafe { BufferPtr::from_raw(src.buffer.cast()) }) else {
+            crate::ggml_abort!("source tensor {} has no buffer", src.name())
+        };
+        if !src_buf.is_host() {
+            return false;
+        }
+        // SAFETY: both tensors are allocated host tensors of the same layout (checked by
+        // ggml_backend_tensor_copy), so nbytes(src) bytes are readable at src and writable at
+        // dst.
+        unsafe { std::ptr::copy_nonoverlapping(at(src, 0), at(dst, 0), src.nbytes()) };
+        true
+    }
+
+    fn clear(&self, value: u8) {
+        // SAFETY: the buffer covers `size` bytes of host memory from `data`.
+        unsafe { std::ptr::write_bytes(self.data.cast::<u8>(), value, self.size) };
+    }
+}
+
+/// `size` bytes of new host memory as a buffer of type `buft`; `None` (logged) when the
+/// memory is not available. The `alloc_buffer` of any host buffer type.
+pub fn alloc_host_buffer(buft: BufferTypePtr, size: usize) -> Option<BufferPtr> {
+    HostBuffer::alloc(size).map(|b| new_buffer(buft, size, Box::new(b)))
+}
 
 /// A buffer of type `buft` over `size` bytes of host memory at `ptr` that another library
-/// allocated (a device backend's page-locked memory, say): the CPU buffer's operations, with
-/// `free` releasing the memory when the buffer is freed. `free` finds the memory as the
-/// buffer's `context`.
+/// allocated (a device backend's page-locked memory, say), released by `release` when the
+/// buffer is freed.
 pub fn host_buffer_freed_by(
-    buft: *mut BufferType,
+    buft: BufferTypePtr,
     ptr: *mut c_void,
     size: usize,
-    free: unsafe extern "C" fn(*mut Buffer),
+    release: Box<dyn Fn(*mut c_void)>,
 ) -> BufferPtr {
-    BufferPtr::new(buft, BufferInterface { free_buffer: Some(free), ..CPU_BUFFER_IFACE }, ptr, size)
+    new_buffer(buft, size, Box::new(HostBuffer::over(ptr, size, Owner::Other(release))))
 }
 
-/// The alignment of tensor data in host buffers, as an entry of a buffer type's table.
-pub extern "C" fn host_alignment(_buft: *mut BufferType) -> usize {
-    TENSOR_ALIGNMENT
+/// The CPU buffer types: host memory, 32-byte aligned tensors, no size limit.
+struct CpuBufferType {
+    name: &'static CStr,
 }
 
-/// The "CPU" buffer type: host memory, 32-byte aligned tensors, no size limit.
+impl BufferType for CpuBufferType {
+    fn get_name(&self) -> &CStr {
+        self.name
+    }
+
+    fn alloc_buffer(&self, this: BufferTypePtr, size: usize) -> Option<BufferPtr> {
+        alloc_host_buffer(this, size)
+    }
+
+    fn get_alignment(&self) -> usize {
+        TENSOR_ALIGNMENT
+    }
+
+    fn is_host(&self) -> bool {
+        true
+    }
+}
+
+static CPU: &dyn BufferType = &CpuBufferType { name: c"CPU" };
+static CPU_MAPPED: &dyn BufferType = &CpuBufferType { name: c"CPU_Mapped" };
+static CPU_BUFFER_TYPE: StaticBufferType = StaticBufferType::new(&CPU);
+static CPU_MAPPED_BUFFER_TYPE: StaticBufferType = StaticBufferType::new(&CPU_MAPPED);
+
+/// The "CPU" buffer type.
 pub fn cpu_buffer_type() -> BufferTypePtr {
     CPU_BUFFER_TYPE.handle()
 }
@@ -214,7 +184,7 @@ pub fn cpu_buffer_type() -> BufferTypePtr {
 /// valid (and owned by the caller) for the buffer's lifetime.
 pub fn cpu_buffer_from_ptr(ptr: *mut c_void, size: usize) -> BufferPtr {
     crate::ggml_assert!((ptr as usize).is_multiple_of(TENSOR_ALIGNMENT), "buffer pointer must be aligned");
-    BufferPtr::new(CPU_MAPPED_BUFFER_TYPE.as_ptr(), CPU_BUFFER_FROM_PTR_IFACE, ptr, size)
+    new_buffer(CPU_MAPPED_BUFFER_TYPE.handle(), size, Box::new(HostBuffer::over(ptr, size, Owner::Caller)))
 }
 
 #[cfg(test)]

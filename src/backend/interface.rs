@@ -327,10 +327,67 @@ pub struct Reg {
     pub context: *mut c_void,
 }
 
+/// `struct ggml_backend_feature`: one entry of a registry's `ggml_backend_get_features` list
+/// (which ends with a NULL name).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct BackendFeature {
+    pub name: *const c_char,
+    pub value: *const c_char,
+}
+
 /// `ggml_backend_init_t`: the entry point a dynamically loaded backend exports.
 pub type BackendInitFn = unsafe extern "C" fn() -> *mut Reg;
 /// `ggml_backend_score_t`: 0 means unsupported, higher is preferred.
 pub type BackendScoreFn = unsafe extern "C" fn() -> c_int;
+
+// ---------------------------------------------------------------------------------------------
+// The meta backend (ggml-backend.h)
+
+/// `GGML_BACKEND_META_MAX_DEVICES`.
+pub const MAX_DEVICES: usize = 16;
+
+/// Most segments a split state can describe (the length of its `nr` table).
+pub const MAX_SEGMENTS: usize = 16;
+
+/// `enum ggml_backend_meta_split_axis`.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct SplitAxis(pub c_int);
+
+/// `struct ggml_backend_meta_split_state` (2128 bytes).
+///
+/// For a split along a dimension, the tensor's extent there is cut into `n_segments` segments
+/// and each segment into one piece per device; segment `s` repeats `nr[s]` times. `ne` holds
+/// the piece sizes segment-major: `ne[s * n_devices + j]` is device `j`'s piece of segment `s`.
+/// Most tensors have one segment that does not repeat.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct SplitState {
+    pub axis: SplitAxis,
+    pub ne: [i64; MAX_SEGMENTS * MAX_DEVICES],
+    pub nr: [u32; MAX_SEGMENTS],
+    pub n_segments: u32,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<SplitState>() == 2128);
+    assert!(std::mem::offset_of!(SplitState, ne) == 8);
+    assert!(std::mem::offset_of!(SplitState, nr) == 2056);
+    assert!(std::mem::offset_of!(SplitState, n_segments) == 2120);
+};
+
+/// `ggml_backend_meta_get_split_state_t`: the user's rule for statically allocated tensors.
+pub type GetSplitStateFn = unsafe extern "C" fn(tensor: *const Tensor, user_data: *mut c_void) -> SplitState;
+
+/// `ggml_backend_comm_init_t`, `ggml_backend_comm_free_t` and
+/// `ggml_backend_comm_allreduce_tensor_t`: a registry's collective operations, by proc address.
+pub type CommInitFn = unsafe extern "C" fn(backends: *mut *mut Backend, n_backends: usize) -> *mut c_void;
+pub type CommFreeFn = unsafe extern "C" fn(comm_ctx: *mut c_void);
+pub type CommAllreduceFn = unsafe extern "C" fn(comm_ctx: *mut c_void, tensors: *mut *mut Tensor) -> bool;
+
+/// `ggml_backend_set_n_threads_t`: a registry's thread-count setter, by proc address.
+pub type SetNThreadsFn = unsafe extern "C" fn(backend: *mut Backend, n_threads: c_int);
 
 // Layouts checked against pahole's view of the reference build (/work/shared/abi/layouts.txt).
 const _: () = {

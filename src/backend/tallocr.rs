@@ -6,6 +6,7 @@ use std::ffi::c_void;
 
 use super::buffer::{self, BufferPtr, BufferTypePtr};
 use super::interface::Buffer;
+use super::multi_buffer::multi_buffer_new;
 use crate::core::context::{Context, pad};
 use crate::core::status::Status;
 use crate::core::tensor::TensorPtr;
@@ -147,26 +148,28 @@ pub fn alloc_ctx_tensors_size(ctx: &Context, buft: BufferTypePtr) -> usize {
 /// initialises its views. One buffer normally; a multi-buffer when the tensors exceed the
 /// type's maximum size. `None` when nothing needed memory or an allocation failed.
 pub fn alloc_ctx_tensors(ctx: &Context, buft: BufferTypePtr) -> Option<BufferPtr> {
-    if crate::backend::meta::buft_is_meta(buft) {
-        return Some(crate::backend::meta::alloc_ctx_tensors(ctx, buft));
+    if let Some(placed) = buft.alloc_ctx_tensors(ctx) {
+        return Some(placed);
     }
     let (_, buffers) = alloc_ctx_tensors_impl(ctx, buft, true).ok()?;
     match buffers.len() {
         0 => None,
         1 => Some(buffers[0]),
-        _ => Some(buffer::multi_buffer_new(&buffers)),
+        _ => Some(multi_buffer_new(&buffers)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::buffer::{StaticBufferType, tensor_get, tensor_set};
-    use crate::backend::host_buffer::{cpu_buffer_type, cpu_buffer_type_alloc_buffer};
-    use crate::backend::interface::{BufferType, BufferTypeInterface};
+    use crate::backend::adapter::StaticBufferType;
+    use crate::backend::buffer::{tensor_get, tensor_set};
+    use crate::backend::host_buffer::{alloc_host_buffer, cpu_buffer_type};
+    use crate::backend::interface::BufferUsage;
+    use crate::backend::traits::BufferType;
     use crate::core::context::InitParams;
     use crate::core::types::Type;
-    use std::ffi::c_char;
+    use std::ffi::CStr;
 
     fn ctx(no_alloc: bool) -> Box<Context> {
         Context::new(InitParams { mem_size: 64 * 1024, mem_buffer: std::ptr::null_mut(), no_alloc })
@@ -220,31 +223,29 @@ mod tests {
         buf.free();
     }
 
-    unsafe extern "C" fn small_get_name(_buft: *mut BufferType) -> *const c_char {
-        c"SMALL".as_ptr()
-    }
-    unsafe extern "C" fn small_get_alignment(_buft: *mut BufferType) -> usize {
-        64
-    }
-    unsafe extern "C" fn small_get_max_size(_buft: *mut BufferType) -> usize {
-        256
-    }
-    unsafe extern "C" fn small_is_host(_buft: *mut BufferType) -> bool {
-        true
+    /// A host buffer type that allocates at most 256 bytes per buffer, 64-byte aligned.
+    struct Small;
+
+    impl BufferType for Small {
+        fn get_name(&self) -> &CStr {
+            c"SMALL"
+        }
+        fn alloc_buffer(&self, this: BufferTypePtr, size: usize) -> Option<BufferPtr> {
+            alloc_host_buffer(this, size)
+        }
+        fn get_alignment(&self) -> usize {
+            64
+        }
+        fn get_max_size(&self) -> usize {
+            256
+        }
+        fn is_host(&self) -> bool {
+            true
+        }
     }
 
-    /// A host buffer type that allocates at most 256 bytes per buffer, 64-byte aligned.
-    static SMALL: StaticBufferType = StaticBufferType::new(
-        BufferTypeInterface {
-            get_name: Some(small_get_name),
-            alloc_buffer: Some(cpu_buffer_type_alloc_buffer),
-            get_alignment: Some(small_get_alignment),
-            get_max_size: Some(small_get_max_size),
-            get_alloc_size: None,
-            is_host: Some(small_is_host),
-        },
-        std::ptr::null_mut(),
-    );
+    static SMALL_TYPE: &dyn BufferType = &Small;
+    static SMALL: StaticBufferType = StaticBufferType::new(&SMALL_TYPE);
 
     #[test]
     fn tensors_over_the_max_size_split_into_a_multi_buffer() {
@@ -263,10 +264,10 @@ mod tests {
         assert_ne!(t[1].buffer, t[2].buffer);
         assert_ne!(t[2].buffer, t[3].buffer);
         assert_eq!(t[1].data as usize - t[0].data as usize, 128);
-        buf.set_usage(crate::backend::BufferUsage::WEIGHTS);
+        buf.set_usage(BufferUsage::WEIGHTS);
         // SAFETY: tensors of a live buffer point to live buffers.
         let part = unsafe { BufferPtr::from_raw(t[3].buffer.cast()) }.unwrap();
-        assert_eq!(part.usage(), crate::backend::BufferUsage::WEIGHTS);
+        assert_eq!(part.usage(), BufferUsage::WEIGHTS);
         buf.free();
     }
 }

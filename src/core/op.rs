@@ -118,6 +118,17 @@ impl Op {
     pub fn symbol(self) -> &'static str {
         OP_SYMBOLS.get(self.0 as usize).copied().unwrap_or("none")
     }
+
+    /// Whether the op only views its source's memory (a reshape, view, permute or transpose):
+    /// it computes nothing, and runs wherever its source lives.
+    pub const fn is_view(self) -> bool {
+        matches!(self, Op::VIEW | Op::RESHAPE | Op::PERMUTE | Op::TRANSPOSE)
+    }
+
+    /// `ggml_op_is_empty`: a view, or no op at all (a leaf); nothing to compute.
+    pub const fn is_empty(self) -> bool {
+        matches!(self, Op::NONE) || self.is_view()
+    }
 }
 
 /// `enum ggml_unary_op`.

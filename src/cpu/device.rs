@@ -1,115 +1,63 @@
 //! The built-in "CPU" registry and its one device: system memory, the CPU host buffer type,
-//! buffers over caller-owned host memory. Backends, op coverage and the registry's extra
-//! functions come from the CPU backend (`crate::cpu::backend`, `crate::cpu::kernels`).
+//! buffers over caller-owned host memory, and the extra buffer type of repacked weights where
+//! this processor runs the repacked product. Its backends are CPU backends
+//! (`crate::cpu::backend`); the ops it takes are the kernels' (`crate::cpu::kernels`).
 
-use std::cell::UnsafeCell;
-use std::ffi::{CStr, CString, c_char, c_void};
+use std::ffi::{CStr, CString, c_void};
+use std::ptr::NonNull;
 use std::sync::LazyLock;
 
-use crate::backend::buffer::BufferTypePtr;
+use crate::backend::adapter::{StaticDevice, StaticReg};
+use crate::backend::backend::BackendPtr;
+use crate::backend::buffer::{BufferPtr, BufferTypePtr};
+use crate::backend::device::DevicePtr;
 use crate::backend::host_buffer::{cpu_buffer_from_ptr, cpu_buffer_type};
-use crate::backend::interface::{
-    Backend, Buffer, BufferType, DevCaps, DevProps, DevType, Device, DeviceInterface, Reg, RegInterface,
-};
-use crate::backend::reg::{RegPtr, StaticReg};
+use crate::backend::interface::{DevCaps, DevProps, DevType};
+use crate::backend::reg::RegPtr;
+use crate::backend::traits::{Device, Reg};
 use crate::core::machine::physical_memory;
-use crate::core::tensor::Tensor;
-use crate::cpu::repack;
+use crate::core::op::Op;
+use crate::core::tensor::{Tensor, TensorPtr};
+use crate::core::types::Type;
+use crate::cpu::{backend, kernels, repack};
 
-/// The device defined as a `static`. C code receives mutable pointers to it (as to ggml's own
-/// statics), so the value sits in an `UnsafeCell`.
-struct Shared<T>(UnsafeCell<T>);
+struct CpuReg;
+struct CpuDevice;
 
-// SAFETY: nothing in this library writes to the CPU device after start-up; what
-// C code may do through the pointers it gets is the same as with ggml's own statics.
-unsafe impl<T> Sync for Shared<T> {}
-
-static CPU_REG: StaticReg = StaticReg::new(RegInterface {
-    get_name: Some(reg_get_name),
-    get_device_count: Some(reg_get_device_count),
-    get_device: Some(reg_get_device),
-    get_proc_address: Some(reg_get_proc_address),
-});
-
-static CPU_DEVICE: Shared<Device> = Shared(UnsafeCell::new(Device {
-    iface: DeviceInterface {
-        get_name: Some(dev_get_name),
-        get_description: Some(dev_get_description),
-        get_memory: Some(dev_get_memory),
-        get_type: Some(dev_get_type),
-        get_props: Some(dev_get_props),
-        init_backend: Some(dev_init_backend),
-        get_buffer_type: Some(dev_get_buffer_type),
-        get_host_buffer_type: None,
-        buffer_from_host_ptr: Some(dev_buffer_from_host_ptr),
-        supports_op: Some(dev_supports_op),
-        supports_buft: Some(dev_supports_buft),
-        offload_op: None,
-        event_new: None,
-        event_free: None,
-        event_synchronize: None,
-    },
-    reg: CPU_REG.as_ptr(),
-    context: std::ptr::null_mut(),
-}));
+static CPU_REG_OBJECT: &dyn Reg = &CpuReg;
+static CPU_DEVICE_OBJECT: &dyn Device = &CpuDevice;
+static CPU_REG: StaticReg = StaticReg::new(&CPU_REG_OBJECT);
+static CPU_DEVICE: StaticDevice = StaticDevice::new(CPU_REG.as_ptr(), &CPU_DEVICE_OBJECT);
 
 /// The CPU registry (`ggml_backend_cpu_reg`).
 pub fn cpu_reg() -> RegPtr {
     CPU_REG.handle()
 }
 
-// ---------------------------------------------------------------------------------------------
-// Registry
-
-unsafe extern "C" fn reg_get_name(_reg: *mut Reg) -> *const c_char {
-    c"CPU".as_ptr()
+/// `ggml_backend_cpu_init`: a new CPU backend on the CPU device, with the default team size.
+pub fn init() -> BackendPtr {
+    backend::new(CPU_DEVICE.handle())
 }
 
-unsafe extern "C" fn reg_get_device_count(_reg: *mut Reg) -> usize {
-    1
-}
-
-unsafe extern "C" fn reg_get_device(_reg: *mut Reg, index: usize) -> *mut Device {
-    crate::ggml_assert!(index == 0, "the CPU registry has one device, not index {}", index);
-    CPU_DEVICE.0.get()
-}
-
-/// `ggml_backend_dev_get_extra_bufts_t` for the CPU device: the NULL-terminated list of the
-/// buffer types whose weights it computes on besides host memory: "CPU_REPACK" where this
-/// processor runs the repacked product.
-unsafe extern "C" fn dev_get_extra_bufts(_dev: *mut Device) -> *mut *mut BufferType {
-    struct List([*mut BufferType; 2]);
-    // SAFETY: the list is never written after it is made; the pointers are statics.
-    unsafe impl Send for List {}
-    // SAFETY: as above.
-    unsafe impl Sync for List {}
-    static LIST: LazyLock<List> = LazyLock::new(|| {
-        let repack = if repack::offered() { repack::buffer_type().as_ptr() } else { std::ptr::null_mut() };
-        List([repack, std::ptr::null_mut()])
-    });
-    // (callers read the list only, as ggml's own; the pointer is mutable in the C signature)
-    LIST.0.as_ptr().cast_mut()
-}
-
-/// The CPU registry's extra functions: those of ggml's that this build implements.
-unsafe extern "C" fn reg_get_proc_address(_reg: *mut Reg, name: *const c_char) -> *mut c_void {
-    if name.is_null() {
-        return std::ptr::null_mut();
+impl Reg for CpuReg {
+    fn get_name(&self) -> &CStr {
+        c"CPU"
     }
-    // SAFETY: non-null names are C strings.
-    let name = unsafe { CStr::from_ptr(name) };
-    if name == c"ggml_backend_dev_get_extra_bufts" {
-        let f: unsafe extern "C" fn(*mut Device) -> *mut *mut BufferType = dev_get_extra_bufts;
-        return f as *mut c_void;
+
+    fn get_device_count(&self) -> usize {
+        1
     }
-    crate::cpu::backend::proc_address(name)
-}
 
-// ---------------------------------------------------------------------------------------------
-// Device
+    fn get_device(&self, index: usize) -> DevicePtr {
+        crate::ggml_assert!(index == 0, "the CPU registry has one device, not index {}", index);
+        CPU_DEVICE.handle()
+    }
 
-unsafe extern "C" fn dev_get_name(_dev: *mut Device) -> *const c_char {
-    c"CPU".as_ptr()
+    /// The CPU registry's extra functions: those of ggml's that this build implements, which
+    /// are C functions of `ffi` (a seam of `lib.rs`).
+    fn get_proc_address(&self, name: &CStr) -> Option<NonNull<c_void>> {
+        crate::ffi::cpu::proc_address(name)
+    }
 }
 
 /// The first "model name" line of `/proc/cpuinfo`, trimmed; "CPU" when there is none.
@@ -128,78 +76,113 @@ static DESCRIPTION: LazyLock<CString> = LazyLock::new(|| {
     CString::new(name.replace('\0', "")).unwrap_or_default()
 });
 
-unsafe extern "C" fn dev_get_description(_dev: *mut Device) -> *const c_char {
-    DESCRIPTION.as_ptr()
+/// Whether the CPU device offers the CPU_REPACK buffer type: the processor runs the repacked
+/// product.
+pub fn repack_offered() -> bool {
+    cfg!(target_arch = "x86_64") && kernels::features::features().has_avx512()
 }
 
-unsafe extern "C" fn dev_get_memory(_dev: *mut Device, free: *mut usize, total: *mut usize) {
-    // ggml counts all physical memory as free, "free" being ill-defined for system RAM.
-    let total_bytes = physical_memory();
-    // SAFETY: callers pass valid out-pointers (ggml_backend_dev_memory's contract).
-    unsafe {
-        *total = total_bytes;
-        *free = total_bytes;
+/// The buffer types whose weights the CPU device computes on besides host memory
+/// (`ggml_backend_dev_get_extra_bufts`): "CPU_REPACK" where this processor runs the repacked
+/// product.
+pub fn extra_buffer_types() -> &'static [BufferTypePtr] {
+    static LIST: LazyLock<Vec<BufferTypePtr>> =
+        LazyLock::new(|| if repack_offered() { vec![repack::buffer_type()] } else { Vec::new() });
+    &LIST
+}
+
+/// Whether the CPU backend computes `op`, one of whose sources lies in a CPU_REPACK buffer:
+/// a MUL_MAT of repacked 2-D weights by F32 activations in host memory; or, when no source is
+/// stored packed (the buffer keeps such tensors as written, in host memory), whatever the CPU
+/// kernels compute. (llama.cpp puts there every weight it checks with no op.)
+pub fn repack_supports_op(op: &Tensor) -> bool {
+    // SAFETY: an op's sources are null or live tensors.
+    if !op.src.iter().any(|&s| unsafe { s.as_ref() }.is_some_and(repack::is_repacked)) {
+        return kernels::supports_op(op);
     }
+    // SAFETY: an op's sources are null or live tensors.
+    let (Some(src0), Some(src1)) = (unsafe { op.src[0].as_ref() }, unsafe { op.src[1].as_ref() }) else {
+        return false;
+    };
+    // SAFETY: as above; a tensor's buffer is null or a live buffer.
+    let host = |t: &Tensor| unsafe { BufferPtr::from_raw(t.buffer.cast()) }.is_none_or(|b| b.is_host());
+    op.op == Op::MUL_MAT
+        && repack_offered()
+        && repack::is_repacked(src0)
+        && src0.ne[2] == 1
+        && src0.ne[3] == 1
+        && src1.type_ == Type::F32
+        && host(src1)
+        && op.type_ == Type::F32
+        && op.nb[0] == 4
 }
 
-unsafe extern "C" fn dev_get_type(_dev: *mut Device) -> DevType {
-    DevType::CPU
-}
-
-unsafe extern "C" fn dev_get_props(dev: *mut Device, props: *mut DevProps) {
-    // SAFETY: `props` is a valid struct to fill (ggml_backend_dev_get_props zeroes it first).
-    let props = unsafe { &mut *props };
-    // SAFETY: the entries are this file's own, called with the device they belong to.
-    unsafe {
-        props.name = dev_get_name(dev);
-        props.description = dev_get_description(dev);
-        props.type_ = dev_get_type(dev);
-        dev_get_memory(dev, &mut props.memory_free, &mut props.memory_total);
+impl Device for CpuDevice {
+    fn get_name(&self) -> &CStr {
+        c"CPU"
     }
-    props.caps =
-        DevCaps { async_: false, host_buffer: false, buffer_from_host_ptr: true, events: false, mmap_support: true };
-}
 
-unsafe extern "C" fn dev_init_backend(_dev: *mut Device, _params: *const c_char) -> *mut Backend {
-    crate::cpu::backend::init().as_ptr()
-}
+    fn get_description(&self) -> &CStr {
+        &DESCRIPTION
+    }
 
-unsafe extern "C" fn dev_get_buffer_type(_dev: *mut Device) -> *mut BufferType {
-    cpu_buffer_type().as_ptr()
-}
+    /// ggml counts all physical memory as free, "free" being ill-defined for system RAM.
+    fn get_memory(&self) -> (usize, usize) {
+        let total = physical_memory();
+        (total, total)
+    }
 
-unsafe extern "C" fn dev_buffer_from_host_ptr(
-    _dev: *mut Device,
-    ptr: *mut c_void,
-    size: usize,
-    _max_tensor_size: usize,
-) -> *mut Buffer {
-    cpu_buffer_from_ptr(ptr, size).as_ptr()
-}
+    fn get_type(&self) -> DevType {
+        DevType::CPU
+    }
 
-unsafe extern "C" fn dev_supports_op(_dev: *mut Device, op: *const Tensor) -> bool {
-    // SAFETY: callers pass a live tensor (ggml_backend_dev_supports_op's contract).
-    match unsafe { op.as_ref() } {
+    fn get_props(&self) -> DevProps {
+        let caps = DevCaps {
+            async_: false,
+            host_buffer: false,
+            buffer_from_host_ptr: true,
+            events: false,
+            mmap_support: true,
+        };
+        DevProps::describe(self, caps)
+    }
+
+    fn init_backend(&self, this: DevicePtr, _params: Option<&CStr>) -> Option<BackendPtr> {
+        Some(backend::new(this))
+    }
+
+    fn get_buffer_type(&self, _this: DevicePtr) -> Option<BufferTypePtr> {
+        Some(cpu_buffer_type())
+    }
+
+    unsafe fn buffer_from_host_ptr(&self, ptr: *mut c_void, size: usize, _max_tensor_size: usize) -> Option<BufferPtr> {
+        Some(cpu_buffer_from_ptr(ptr, size))
+    }
+
+    fn supports_op(&self, op: TensorPtr) -> bool {
         // an op on weights in an extra buffer type is that type's to accept
         // SAFETY: an op's sources are null or live tensors.
-        Some(op) if op.src.iter().any(|&s| unsafe { s.as_ref() }.is_some_and(repack::in_repack_buffer)) => {
-            repack::supports_op(op)
+        if op.src.iter().any(|&s| unsafe { s.as_ref() }.is_some_and(repack::in_repack_buffer)) {
+            repack_supports_op(&op)
+        } else {
+            kernels::supports_op(&op)
         }
-        Some(op) => crate::cpu::kernels::supports_op(op),
-        None => crate::ggml_abort!("NULL op passed to the CPU device's supports_op"),
     }
-}
 
-unsafe extern "C" fn dev_supports_buft(_dev: *mut Device, buft: *mut BufferType) -> bool {
-    // SAFETY: callers pass a live buffer type.
-    unsafe { BufferTypePtr::from_raw(buft) }.is_some_and(|b| b.is_host() || b == repack::buffer_type())
+    fn supports_buft(&self, buft: BufferTypePtr) -> bool {
+        buft.is_host() || buft == repack::buffer_type()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::device::DevicePtr;
     use crate::backend::interface::GGML_BACKEND_API_VERSION;
+    use crate::core::context::{Context, InitParams};
+
+    fn no_alloc_ctx() -> Box<Context> {
+        Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true })
+    }
 
     #[test]
     fn model_name_is_trimmed_first_entry() {
@@ -214,8 +197,7 @@ mod tests {
         assert_eq!(reg.name_lossy(), "CPU");
         assert_eq!(reg.api_version(), GGML_BACKEND_API_VERSION);
         assert_eq!(reg.dev_count(), 1);
-        // SAFETY: the CPU device is a static.
-        let dev = unsafe { DevicePtr::from_raw(reg.dev_get(0)) }.expect("CPU device");
+        let dev = reg.dev_get(0);
         assert_eq!(dev.name_lossy(), "CPU");
         assert_eq!(dev.dev_type(), DevType::CPU);
         assert_eq!(dev.reg(), reg.as_ptr());
@@ -227,10 +209,7 @@ mod tests {
         assert!(props.memory_total > 0 && props.memory_free == props.memory_total);
         assert!(dev.host_buffer_type().is_none());
         assert!(dev.supports_buft(cpu_buffer_type()));
-        let backend = dev.init_backend(None);
-        assert!(!backend.is_null());
-        // SAFETY: a backend the device just created, freed once.
-        unsafe { crate::backend::backend::BackendPtr::from_raw(backend) }.expect("CPU backend").free();
+        dev.init_backend(None).expect("CPU backend").free();
         assert!(!reg.proc_address(c"ggml_backend_cpu_set_use_ref").is_null());
         assert!(!reg.proc_address(c"ggml_backend_dev_get_extra_bufts").is_null());
         assert!(reg.proc_address(c"ggml_backend_no_such_function").is_null());
@@ -238,18 +217,41 @@ mod tests {
 
     #[test]
     fn the_extra_buffer_types_are_the_repacked_one_where_it_runs() {
-        // SAFETY: the CPU device is a static; the list is NULL-terminated.
-        let extra = unsafe { dev_get_extra_bufts(CPU_DEVICE.0.get()) };
-        // SAFETY: as above.
-        let first = unsafe { *extra };
-        if repack::offered() {
-            assert_eq!(first, repack::buffer_type().as_ptr());
-            // SAFETY: as above: the list holds a terminator after the one type.
-            assert!(unsafe { *extra.add(1) }.is_null());
+        let extra = extra_buffer_types();
+        if repack_offered() {
+            assert_eq!(extra, [repack::buffer_type()]);
         } else {
-            assert!(first.is_null());
+            assert!(extra.is_empty());
         }
-        // SAFETY: the device and the buffer type are statics.
-        assert!(unsafe { dev_supports_buft(CPU_DEVICE.0.get(), repack::buffer_type().as_ptr()) });
+        assert!(CPU_DEVICE.handle().supports_buft(repack::buffer_type()));
+    }
+
+    #[test]
+    fn the_device_takes_products_of_repacked_weights_only() {
+        let mut c = no_alloc_ctx();
+        let w = c.new_tensor(Type::Q4_0, &[64, 32, 1, 1]);
+        let x = c.new_tensor(Type::F32, &[64, 5, 1, 1]);
+        let y = crate::core::ops::matmul::mul_mat(&mut c, w, x);
+        let odd = c.new_tensor(Type::Q4_0, &[64, 24, 1, 1]);
+        let y_odd = crate::core::ops::matmul::mul_mat(&mut c, odd, x);
+        let placeholder = repack::buffer_type().alloc_buffer(0).expect("a placeholder buffer");
+        for t in [w, odd] {
+            t.get_mut().buffer = placeholder.as_ptr().cast();
+        }
+        assert_eq!(repack_supports_op(&y), repack_offered());
+        // 24 rows are not whole groups: stored as written, computed as plain weights
+        assert!(repack_supports_op(&y_odd));
+        let scaled = crate::core::ops::elementwise::scale(&mut c, w, 2.0);
+        assert!(!repack_supports_op(&scaled), "a packed tensor serves MUL_MAT only");
+        // a tensor the layout does not take is plain data: any op of the CPU kernels
+        let norm = c.new_tensor(Type::F32, &[64, 1, 1, 1]);
+        norm.get_mut().buffer = placeholder.as_ptr().cast();
+        let scaled_norm = crate::core::ops::elementwise::scale(&mut c, norm, 2.0);
+        assert!(repack_supports_op(&scaled_norm));
+        norm.get_mut().buffer = std::ptr::null_mut();
+        for t in [w, odd] {
+            t.get_mut().buffer = std::ptr::null_mut();
+        }
+        placeholder.free();
     }
 }

@@ -2,24 +2,27 @@
 //! on it and run in order, and `synchronize` waits for them. A graph is queued node by node
 //! with no wait on the host inside it.
 
-use std::ffi::{CString, c_char, c_void};
+use std::ffi::{CStr, CString};
 use std::sync::{Arc, OnceLock};
 
+use super::event::CudaEvent;
 use super::gpu::{self, DevicePtr, Gpu, Stream};
 use super::scratch::Scratch;
-use super::{buffer, device, gpus, ops, registry};
-use crate::backend::backend::BackendPtr;
+use super::{buffer, gpus, ops};
+use crate::backend::adapter::new_backend;
+use crate::backend::backend::{BackendPtr, EventPtr};
+use crate::backend::device::DevicePtr as Device;
 use crate::backend::guid::StaticGuid;
-use crate::backend::interface::{Backend, BackendInterface, Event};
+use crate::backend::traits::{self, CopySource};
 use crate::core::graph::Graph;
 use crate::core::status::Status;
-use crate::core::tensor::Tensor;
+use crate::core::tensor::{Tensor, TensorPtr};
 
 /// The CUDA backends' GUID (`ggml_backend_cuda_guid`).
 static GUID: StaticGuid =
     StaticGuid::new([0x2c, 0xdd, 0xe8, 0x1c, 0x65, 0xb3, 0x65, 0x73, 0x6a, 0x12, 0x88, 0x61, 0x1c, 0xc9, 0xdc, 0x25]);
 
-struct BackendContext {
+pub struct CudaBackend {
     gpu: Arc<dyn Gpu>,
     stream: Stream,
     name: CString,
@@ -30,28 +33,9 @@ struct BackendContext {
     scratch: Scratch,
 }
 
-const INTERFACE: BackendInterface = BackendInterface {
-    get_name: Some(get_name),
-    free: Some(free),
-    set_tensor_async: Some(set_tensor_async),
-    get_tensor_async: Some(get_tensor_async),
-    set_tensor_2d_async: None,
-    get_tensor_2d_async: None,
-    cpy_tensor_async: Some(cpy_tensor_async),
-    synchronize: Some(synchronize),
-    graph_plan_create: None,
-    graph_plan_free: None,
-    graph_plan_update: None,
-    graph_plan_compute: None,
-    graph_compute: Some(graph_compute),
-    event_record: Some(event_record),
-    event_wait: Some(event_wait),
-    graph_optimize: None,
-};
-
-/// `ggml_backend_cuda_init`: a backend with its own stream on GPU `index`; `None` (logged)
-/// when there is no such GPU or no stream can be made.
-pub fn init(index: usize) -> Option<*mut Backend> {
+/// `ggml_backend_cuda_init`: a backend of `device` with its own stream on GPU `index`; `None`
+/// (logged) when there is no such GPU or no stream can be made.
+pub fn new(device: Device, index: usize) -> Option<BackendPtr> {
     let Some(gpu) = gpus::get(index) else {
         crate::log_error!("ggml_backend_cuda_init: invalid device {}\n", index);
         return None;
@@ -63,12 +47,10 @@ pub fn init(index: usize) -> Option<*mut Backend> {
             return None;
         }
     };
-    let device = registry::devices()[index];
     let name = CString::new(format!("CUDA{index}")).unwrap_or_default();
-    let context =
-        BackendContext { gpu: Arc::clone(gpu), stream, name, copy_event: OnceLock::new(), scratch: Scratch::default() };
-    let context = Box::into_raw(Box::new(context));
-    Some(Box::into_raw(Box::new(Backend { guid: GUID.as_ptr(), iface: INTERFACE, device, context: context.cast() })))
+    let backend =
+        CudaBackend { gpu: Arc::clone(gpu), stream, name, copy_event: OnceLock::new(), scratch: Scratch::default() };
+    Some(new_backend(GUID.as_ptr(), device, Box::new(backend)))
 }
 
 /// `ggml_backend_is_cuda`.
@@ -76,37 +58,44 @@ pub fn is_cuda(backend: BackendPtr) -> bool {
     GUID.names(backend)
 }
 
-/// # Safety
-/// `backend` is one made by [`init`] and not yet freed.
-unsafe fn context<'a>(backend: *mut Backend) -> &'a BackendContext {
-    // SAFETY: the caller's contract: the context is the boxed BackendContext.
-    unsafe { &*(*backend).context.cast::<BackendContext>() }
-}
+impl CudaBackend {
+    /// Aborts when a call queued by one of ggml's functions without a result failed.
+    fn check(&self, result: gpu::GpuResult<()>, what: &str) {
+        if let Err(e) = result {
+            crate::ggml_abort!("{}: CUDA error in {}: {}", self.name.to_string_lossy(), what, e);
+        }
+    }
 
-/// Aborts when a call queued by one of ggml's functions without a result failed.
-fn check(result: gpu::GpuResult<()>, ctx: &BackendContext, what: &str) {
-    if let Err(e) = result {
-        crate::ggml_abort!("{}: CUDA error in {}: {}", ctx.name.to_string_lossy(), what, e);
+    /// The GPU's handle of an event, which must be a CUDA device's.
+    fn event_handle(&self, event: EventPtr) -> gpu::GpuEvent {
+        match event.downcast::<CudaEvent>() {
+            Some(e) => e.handle,
+            None => crate::ggml_abort!("{}: not an event of a CUDA device", self.name.to_string_lossy()),
+        }
+    }
+
+    /// The event marking the end of this stream's copies (made on first use).
+    fn copy_event(&self) -> gpu::GpuEvent {
+        *self.copy_event.get_or_init(|| {
+            self.gpu
+                .event_new()
+                .unwrap_or_else(|e| crate::ggml_abort!("{}: cannot make an event: {}", self.name.to_string_lossy(), e))
+        })
     }
 }
 
-unsafe extern "C" fn get_name(backend: *mut Backend) -> *const c_char {
-    // SAFETY: called by the backend's own table.
-    unsafe { context(backend) }.name.as_ptr()
-}
-
-unsafe extern "C" fn free(backend: *mut Backend) {
-    // SAFETY: called once by the backend's own table; both boxes were made in `init`; the
-    // stream has finished before its event, scratch memory and itself are freed.
-    unsafe {
-        let ctx = Box::from_raw((*backend).context.cast::<BackendContext>());
-        check(ctx.gpu.synchronize(ctx.stream), &ctx, "free");
-        if let Some(&e) = ctx.copy_event.get() {
-            ctx.gpu.event_free(e);
+impl Drop for CudaBackend {
+    fn drop(&mut self) {
+        self.check(self.gpu.synchronize(self.stream), "free");
+        // SAFETY: the stream has finished before its event, scratch memory and itself are
+        // freed, once, here.
+        unsafe {
+            if let Some(&e) = self.copy_event.get() {
+                self.gpu.event_free(e);
+            }
+            self.scratch.free(self.gpu.as_ref());
+            self.gpu.stream_free(self.stream);
         }
-        ctx.scratch.free(ctx.gpu.as_ref());
-        ctx.gpu.stream_free(ctx.stream);
-        drop(Box::from_raw(backend));
     }
 }
 
@@ -118,102 +107,84 @@ fn device_address(tensor: &Tensor, offset: usize, what: &str) -> DevicePtr {
     tensor.data as DevicePtr + offset as DevicePtr
 }
 
-unsafe extern "C" fn set_tensor_async(
-    backend: *mut Backend,
-    tensor: *mut Tensor,
-    data: *const c_void,
-    offset: usize,
-    size: usize,
-) {
-    // SAFETY: called by the backend's own table with a live tensor; the caller keeps `data`
-    // until it synchronizes the backend.
-    let (ctx, t) = unsafe { (context(backend), &*tensor) };
-    let at = device_address(t, offset, "ggml_backend_tensor_set_async");
-    // SAFETY: as above; the dispatcher checked the range.
-    check(unsafe { ctx.gpu.upload(ctx.stream, at, data.cast(), size) }, ctx, "set_tensor_async");
-}
-
-unsafe extern "C" fn get_tensor_async(
-    backend: *mut Backend,
-    tensor: *const Tensor,
-    data: *mut c_void,
-    offset: usize,
-    size: usize,
-) {
-    // SAFETY: as in `set_tensor_async`, with `data` writable.
-    let (ctx, t) = unsafe { (context(backend), &*tensor) };
-    let at = device_address(t, offset, "ggml_backend_tensor_get_async");
-    // SAFETY: as above.
-    check(unsafe { ctx.gpu.download(ctx.stream, data.cast(), at, size) }, ctx, "get_tensor_async");
-}
-
-/// Copies between device buffers of CUDA backends: queued on the source's stream, and when
-/// the destination's backend is another one, its stream waits for the copy.
-unsafe extern "C" fn cpy_tensor_async(
-    backend_src: *mut Backend,
-    backend_dst: *mut Backend,
-    src: *const Tensor,
-    dst: *mut Tensor,
-) -> bool {
-    // SAFETY: called with live backends and tensors.
-    let (src, dst) = unsafe { (&*src, &*dst) };
-    // SAFETY: handles from the caller are live backends.
-    let both_cuda = [backend_src, backend_dst].iter().all(|&b| unsafe { BackendPtr::from_raw(b) }.is_some_and(is_cuda));
-    if !both_cuda || buffer::gpu_of(src).is_none() || buffer::gpu_of(dst).is_none() {
-        return false;
+impl traits::Backend for CudaBackend {
+    fn get_name(&self) -> &CStr {
+        &self.name
     }
-    // SAFETY: both are CUDA backends.
-    let (from, to) = unsafe { (context(backend_src), context(backend_dst)) };
-    let (d, s) = (dst.data as DevicePtr, src.data as DevicePtr);
-    // SAFETY: both tensors are allocated in device buffers, of the same size (checked by the
-    // caller).
-    check(unsafe { from.gpu.copy(from.stream, d, s, src.nbytes()) }, from, "cpy_tensor_async");
-    if backend_src != backend_dst {
-        let event = match from.copy_event.get() {
-            Some(&e) => e,
-            None => {
-                let made = from.gpu.event_new().unwrap_or_else(|e| {
-                    crate::ggml_abort!("{}: cannot make an event: {}", from.name.to_string_lossy(), e)
-                });
-                *from.copy_event.get_or_init(|| made)
-            }
+
+    /// The caller keeps `data` until it synchronizes the backend.
+    fn set_tensor_async(&mut self, tensor: TensorPtr, data: &[u8], offset: usize) -> bool {
+        let at = device_address(&tensor, offset, "ggml_backend_tensor_set_async");
+        // SAFETY: the dispatch checked the range; `data` stays valid until the stream is
+        // synchronized (ggml's contract for asynchronous writes).
+        self.check(unsafe { self.gpu.upload(self.stream, at, data.as_ptr(), data.len()) }, "set_tensor_async");
+        true
+    }
+
+    fn get_tensor_async(&mut self, tensor: TensorPtr, data: &mut [u8], offset: usize) -> bool {
+        let at = device_address(&tensor, offset, "ggml_backend_tensor_get_async");
+        // SAFETY: as in `set_tensor_async`, with `data` writable.
+        self.check(unsafe { self.gpu.download(self.stream, data.as_mut_ptr(), at, data.len()) }, "get_tensor_async");
+        true
+    }
+
+    /// Copies between device buffers of CUDA backends: queued on the source's stream, and when
+    /// the destination's backend is another one, its stream waits for the copy.
+    fn cpy_tensor_async(&mut self, from: CopySource, src: TensorPtr, dst: TensorPtr) -> bool {
+        if buffer::gpu_of(&src).is_none() || buffer::gpu_of(&dst).is_none() {
+            return false;
+        }
+        let source: &CudaBackend = match from {
+            CopySource::This => self,
+            CopySource::Other(b) => match b.downcast::<CudaBackend>() {
+                Some(b) => b,
+                None => return false,
+            },
+            CopySource::Unknown => return false,
         };
-        check(from.gpu.event_record(event, from.stream), from, "cpy_tensor_async");
-        check(to.gpu.stream_wait(to.stream, event), to, "cpy_tensor_async");
-    }
-    true
-}
-
-unsafe extern "C" fn synchronize(backend: *mut Backend) {
-    // SAFETY: called by the backend's own table.
-    let ctx = unsafe { context(backend) };
-    check(ctx.gpu.synchronize(ctx.stream), ctx, "synchronize");
-}
-
-unsafe extern "C" fn graph_compute(backend: *mut Backend, cgraph: *mut Graph) -> Status {
-    // SAFETY: called by the backend's own table with a live graph.
-    let (ctx, graph) = unsafe { (context(backend), &*cgraph) };
-    let queue = ops::Queue { gpu: ctx.gpu.as_ref(), stream: ctx.stream, scratch: &ctx.scratch };
-    for node in graph.nodes() {
-        if node.is_empty() || ops::is_layout_only(node.op) {
-            continue;
+        let (d, s) = (dst.data as DevicePtr, src.data as DevicePtr);
+        // SAFETY: both tensors are allocated in device buffers, of the same size (checked by
+        // the caller).
+        source.check(unsafe { source.gpu.copy(source.stream, d, s, src.nbytes()) }, "cpy_tensor_async");
+        if from != CopySource::This {
+            let event = source.copy_event();
+            source.check(source.gpu.event_record(event, source.stream), "cpy_tensor_async");
+            self.check(self.gpu.stream_wait(self.stream, event), "cpy_tensor_async");
         }
-        if let Err(e) = ops::compute(&queue, &node) {
-            crate::log_error!("{}: {} ({}) failed: {}\n", ctx.name.to_string_lossy(), node.name(), node.op.name(), e);
-            return Status::FAILED;
-        }
+        true
     }
-    Status::SUCCESS
-}
 
-unsafe extern "C" fn event_record(backend: *mut Backend, event: *mut Event) {
-    // SAFETY: called by the backend's own table with a live event of a CUDA device.
-    let (ctx, handle) = unsafe { (context(backend), device::event_handle(event)) };
-    check(ctx.gpu.event_record(handle, ctx.stream), ctx, "event_record");
-}
+    fn synchronize(&mut self) {
+        self.check(self.gpu.synchronize(self.stream), "synchronize");
+    }
 
-unsafe extern "C" fn event_wait(backend: *mut Backend, event: *mut Event) {
-    // SAFETY: as in `event_record`.
-    let (ctx, handle) = unsafe { (context(backend), device::event_handle(event)) };
-    check(ctx.gpu.stream_wait(ctx.stream, handle), ctx, "event_wait");
+    fn graph_compute(&mut self, graph: &mut Graph) -> Status {
+        let queue = ops::Queue { gpu: self.gpu.as_ref(), stream: self.stream, scratch: &self.scratch };
+        for node in graph.nodes() {
+            if node.is_empty() || node.op.is_empty() {
+                continue;
+            }
+            if let Err(e) = ops::compute(&queue, &node) {
+                crate::log_error!(
+                    "{}: {} ({}) failed: {}\n",
+                    self.name.to_string_lossy(),
+                    node.name(),
+                    node.op.name(),
+                    e
+                );
+                return Status::FAILED;
+            }
+        }
+        Status::SUCCESS
+    }
+
+    fn event_record(&mut self, event: EventPtr) {
+        let handle = self.event_handle(event);
+        self.check(self.gpu.event_record(handle, self.stream), "event_record");
+    }
+
+    fn event_wait(&mut self, event: EventPtr) {
+        let handle = self.event_handle(event);
+        self.check(self.gpu.stream_wait(self.stream, handle), "event_wait");
+    }
 }

@@ -2,15 +2,18 @@
 //! allocation; tensor data operations are copies on the device's default stream, finished
 //! before they return, as ggml's synchronous buffer calls promise.
 
-use std::ffi::{CString, c_char, c_void};
+use std::ffi::{CStr, CString, c_void};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::gpu::{DevicePtr, Gpu, Stream};
 use super::gpus;
-use crate::backend::buffer::BufferPtr;
-use crate::backend::interface::{Buffer, BufferInterface, BufferType, BufferTypeInterface, Device};
+use crate::backend::adapter::{leak_buffer_type, new_buffer};
+use crate::backend::buffer::{BufferPtr, BufferTypePtr};
+use crate::backend::device::DevicePtr as Device;
+use crate::backend::traits::{Buffer, BufferType};
 use crate::core::status::Status;
-use crate::core::tensor::Tensor;
+use crate::core::tensor::{Tensor, TensorPtr};
 
 /// Tensor data in device buffers is aligned for the widest loads the kernels make.
 const ALIGNMENT: usize = 128;
@@ -19,41 +22,16 @@ const ALIGNMENT: usize = 128;
 /// groups of a row never step past its allocation (ggml's `MATRIX_ROW_PADDING`).
 pub const ROW_PADDING: i64 = 512;
 
-struct TypeContext {
+/// The buffer type `"CUDA<i>"` of GPU `i`.
+struct CudaBufferType {
     index: usize,
     name: CString,
 }
 
-const TYPE_INTERFACE: BufferTypeInterface = BufferTypeInterface {
-    get_name: Some(get_name),
-    alloc_buffer: Some(alloc_buffer),
-    get_alignment: Some(get_alignment),
-    get_max_size: None,
-    get_alloc_size: Some(get_alloc_size),
-    is_host: None,
-};
-
 /// The buffer type of GPU `index`, owned by `device`; it lives for the process.
-pub fn new_type(device: *mut Device, index: usize) -> *mut BufferType {
+pub fn new_type(device: Device, index: usize) -> BufferTypePtr {
     let name = CString::new(format!("CUDA{index}")).unwrap_or_default();
-    let context = Box::into_raw(Box::new(TypeContext { index, name }));
-    Box::into_raw(Box::new(BufferType { iface: TYPE_INTERFACE, device, context: context.cast() }))
-}
-
-/// # Safety
-/// `buft` is a type made by [`new_type`].
-unsafe fn type_context<'a>(buft: *mut BufferType) -> &'a TypeContext {
-    // SAFETY: the caller's contract.
-    unsafe { &*(*buft).context.cast::<TypeContext>() }
-}
-
-unsafe extern "C" fn get_name(buft: *mut BufferType) -> *const c_char {
-    // SAFETY: called by the type's own table.
-    unsafe { type_context(buft) }.name.as_ptr()
-}
-
-unsafe extern "C" fn get_alignment(_buft: *mut BufferType) -> usize {
-    ALIGNMENT
+    leak_buffer_type(device.as_ptr(), Box::new(CudaBufferType { index, name }))
 }
 
 /// The bytes `tensor` takes in a device buffer: its data, plus the padding of its last row
@@ -67,67 +45,50 @@ pub fn alloc_size(tensor: &Tensor) -> usize {
     size
 }
 
-unsafe extern "C" fn get_alloc_size(_buft: *mut BufferType, tensor: *const Tensor) -> usize {
-    // SAFETY: called with a live tensor.
-    alloc_size(unsafe { &*tensor })
-}
+impl BufferType for CudaBufferType {
+    fn get_name(&self) -> &CStr {
+        &self.name
+    }
 
-pub struct BufferContext {
-    pub gpu: Arc<dyn Gpu>,
-    pub base: DevicePtr,
-}
-
-const INTERFACE: BufferInterface = BufferInterface {
-    free_buffer: Some(free_buffer),
-    get_base: Some(get_base),
-    init_tensor: Some(init_tensor),
-    memset_tensor: Some(memset_tensor),
-    set_tensor: Some(set_tensor),
-    get_tensor: Some(get_tensor),
-    set_tensor_2d: None,
-    get_tensor_2d: None,
-    cpy_tensor: Some(cpy_tensor),
-    clear: Some(clear),
-    reset: None,
-};
-
-unsafe extern "C" fn alloc_buffer(buft: *mut BufferType, size: usize) -> *mut Buffer {
-    // SAFETY: called by the type's own table.
-    let ctx = unsafe { type_context(buft) };
-    let Some(gpu) = gpus::get(ctx.index) else { unreachable!("buffer types are made for the GPUs found") };
-    // an empty buffer still gets a distinct address, as cudaMalloc of one byte would give
-    match gpu.alloc(size.max(1)) {
-        Ok(base) => {
-            let context = Box::into_raw(Box::new(BufferContext { gpu: Arc::clone(gpu), base }));
-            BufferPtr::new(buft, INTERFACE, context.cast(), size).as_ptr()
+    fn alloc_buffer(&self, this: BufferTypePtr, size: usize) -> Option<BufferPtr> {
+        let Some(gpu) = gpus::get(self.index) else { unreachable!("buffer types are made for the GPUs found") };
+        // an empty buffer still gets a distinct address, as cudaMalloc of one byte would give
+        match gpu.alloc(size.max(1)) {
+            Ok(base) => Some(new_buffer(this, size, Box::new(CudaBuffer { gpu: Arc::clone(gpu), base, size }))),
+            Err(e) => {
+                crate::log_error!(
+                    "ggml_backend_cuda_buffer_type_alloc_buffer: allocating {:.2} MiB on device {} failed: {}\n",
+                    size as f64 / (1 << 20) as f64,
+                    self.index,
+                    e
+                );
+                None
+            }
         }
-        Err(e) => {
-            crate::log_error!(
-                "ggml_backend_cuda_buffer_type_alloc_buffer: allocating {:.2} MiB on device {} failed: {}\n",
-                size as f64 / (1 << 20) as f64,
-                ctx.index,
-                e
-            );
-            std::ptr::null_mut()
-        }
+    }
+
+    fn get_alignment(&self) -> usize {
+        ALIGNMENT
+    }
+
+    fn get_alloc_size(&self, tensor: TensorPtr) -> usize {
+        alloc_size(&tensor)
     }
 }
 
-/// The CUDA context of `buffer`, when it is one of ours.
-///
-/// # Safety
-/// `buffer` is null or a live buffer.
-pub unsafe fn context<'a>(buffer: *const Buffer) -> Option<&'a BufferContext> {
-    // SAFETY: the caller's contract; our buffers' context is the BufferContext made in
-    // `alloc_buffer`, alive until `free_buffer`.
-    unsafe { crate::backend::buffer::context_of(buffer, free_buffer) }
+/// One allocation of device memory.
+pub struct CudaBuffer {
+    pub gpu: Arc<dyn Gpu>,
+    pub base: DevicePtr,
+    size: usize,
 }
 
-/// # Safety
-/// `buffer` is one of ours (the table is only installed on our buffers).
-unsafe fn ours<'a>(buffer: *mut Buffer) -> &'a BufferContext {
-    // SAFETY: the caller's contract.
-    unsafe { context(buffer) }.unwrap_or_else(|| unreachable!("the CUDA buffer table is only on CUDA buffers"))
+impl Drop for CudaBuffer {
+    fn drop(&mut self) {
+        // SAFETY: ggml frees a buffer only after the work that used it has been synchronized;
+        // the allocation is freed once, with the buffer.
+        unsafe { self.gpu.free(self.base) };
+    }
 }
 
 /// Aborts with `what` when a GPU call failed: ggml's buffer calls have no way to report it,
@@ -143,98 +104,80 @@ fn on_default_stream(gpu: &dyn Gpu, what: &str, op: impl FnOnce(&dyn Gpu) -> sup
     check(op(gpu).and_then(|()| gpu.synchronize(Stream::DEFAULT)), what);
 }
 
-unsafe extern "C" fn free_buffer(buffer: *mut Buffer) {
-    // SAFETY: called once, by the buffer's own table, while the buffer is live.
-    let ctx = unsafe { Box::from_raw((*buffer).context.cast::<BufferContext>()) };
-    // SAFETY: ggml frees a buffer only after the work that used it has been synchronized.
-    unsafe { ctx.gpu.free(ctx.base) };
+/// The device address of byte `offset` of `t`'s data.
+fn at(t: &Tensor, offset: usize) -> DevicePtr {
+    t.data as DevicePtr + offset as DevicePtr
 }
 
-unsafe extern "C" fn get_base(buffer: *mut Buffer) -> *mut c_void {
-    // SAFETY: called by the buffer's own table.
-    unsafe { ours(buffer) }.base as *mut c_void
-}
+impl Buffer for CudaBuffer {
+    fn get_base(&self) -> Option<NonNull<c_void>> {
+        NonNull::new(self.base as *mut c_void)
+    }
 
-unsafe extern "C" fn init_tensor(buffer: *mut Buffer, tensor: *mut Tensor) -> Status {
-    // SAFETY: called by the buffer's own table with a live tensor placed in this buffer.
-    let (ctx, t) = unsafe { (ours(buffer), &*tensor) };
-    // the padding of a quantized tensor is zeroed once, so that the values kernels read past
-    // the row's end are zeros and not whatever the memory held
-    let padded = alloc_size(t);
-    if t.view_src.is_null() && padded > t.nbytes() {
-        let tail = t.data as DevicePtr + t.nbytes() as DevicePtr;
-        // SAFETY: the allocator gave the tensor `padded` bytes from its data.
-        on_default_stream(ctx.gpu.as_ref(), "init_tensor", |g| unsafe {
-            g.memset(Stream::DEFAULT, tail, 0, padded - t.nbytes())
+    fn init_tensor(&self, tensor: TensorPtr) -> Status {
+        // the padding of a quantized tensor is zeroed once, so that the values kernels read past
+        // the row's end are zeros and not whatever the memory held
+        let padded = alloc_size(&tensor);
+        if tensor.view_src.is_null() && padded > tensor.nbytes() {
+            let tail = at(&tensor, tensor.nbytes());
+            // SAFETY: the allocator gave the tensor `padded` bytes from its data.
+            on_default_stream(self.gpu.as_ref(), "init_tensor", |g| unsafe {
+                g.memset(Stream::DEFAULT, tail, 0, padded - tensor.nbytes())
+            });
+        }
+        Status::SUCCESS
+    }
+
+    fn memset_tensor(&self, tensor: TensorPtr, value: u8, offset: usize, size: usize) {
+        let to = at(&tensor, offset);
+        // SAFETY: the dispatch checked that the range lies in the tensor's device memory.
+        on_default_stream(self.gpu.as_ref(), "memset_tensor", |g| unsafe {
+            g.memset(Stream::DEFAULT, to, value, size)
         });
     }
-    Status::SUCCESS
-}
 
-unsafe extern "C" fn memset_tensor(buffer: *mut Buffer, tensor: *mut Tensor, value: u8, offset: usize, size: usize) {
-    // SAFETY: called by the buffer's own table; the dispatcher checked the range.
-    let (ctx, t) = unsafe { (ours(buffer), &*tensor) };
-    let at = t.data as DevicePtr + offset as DevicePtr;
-    // SAFETY: the range lies in the tensor's device memory.
-    on_default_stream(ctx.gpu.as_ref(), "memset_tensor", |g| unsafe { g.memset(Stream::DEFAULT, at, value, size) });
-}
-
-unsafe extern "C" fn set_tensor(
-    buffer: *mut Buffer,
-    tensor: *mut Tensor,
-    data: *const c_void,
-    offset: usize,
-    size: usize,
-) {
-    // SAFETY: called by the buffer's own table; the dispatcher checked the range, and `data`
-    // holds `size` bytes until we return (we wait for the copy).
-    let (ctx, t) = unsafe { (ours(buffer), &*tensor) };
-    let at = t.data as DevicePtr + offset as DevicePtr;
-    // SAFETY: as above.
-    on_default_stream(ctx.gpu.as_ref(), "set_tensor", |g| unsafe { g.upload(Stream::DEFAULT, at, data.cast(), size) });
-}
-
-unsafe extern "C" fn get_tensor(
-    buffer: *mut Buffer,
-    tensor: *const Tensor,
-    data: *mut c_void,
-    offset: usize,
-    size: usize,
-) {
-    // SAFETY: as in `set_tensor`, with `data` writable.
-    let (ctx, t) = unsafe { (ours(buffer), &*tensor) };
-    let at = t.data as DevicePtr + offset as DevicePtr;
-    // SAFETY: as above.
-    on_default_stream(ctx.gpu.as_ref(), "get_tensor", |g| unsafe {
-        g.download(Stream::DEFAULT, data.cast(), at, size)
-    });
-}
-
-/// Copies from another device buffer (on any GPU: addresses are unified); anything else is
-/// the caller's to do through host memory.
-unsafe extern "C" fn cpy_tensor(buffer: *mut Buffer, src: *const Tensor, dst: *mut Tensor) -> bool {
-    // SAFETY: called by the buffer's own table with live tensors, `dst` in this buffer.
-    let (ctx, src, dst) = unsafe { (ours(buffer), &*src, &*dst) };
-    // SAFETY: a tensor's buffer is null or live.
-    if unsafe { context(src.buffer.cast()) }.is_none() {
-        return false;
+    fn set_tensor(&self, tensor: TensorPtr, data: &[u8], offset: usize) {
+        let to = at(&tensor, offset);
+        // SAFETY: as in memset; `data` stays valid until we return (we wait for the copy).
+        on_default_stream(self.gpu.as_ref(), "set_tensor", |g| unsafe {
+            g.upload(Stream::DEFAULT, to, data.as_ptr(), data.len())
+        });
     }
-    let (to, from) = (dst.data as DevicePtr, src.data as DevicePtr);
-    // SAFETY: both tensors are allocated in device buffers with the same size (checked by
-    // ggml_backend_tensor_copy).
-    on_default_stream(ctx.gpu.as_ref(), "cpy_tensor", |g| unsafe { g.copy(Stream::DEFAULT, to, from, src.nbytes()) });
-    true
-}
 
-unsafe extern "C" fn clear(buffer: *mut Buffer, value: u8) {
-    // SAFETY: called by the buffer's own table.
-    let (ctx, size) = unsafe { (ours(buffer), (*buffer).size) };
-    // SAFETY: the buffer's allocation covers `size` bytes from its base.
-    on_default_stream(ctx.gpu.as_ref(), "clear", |g| unsafe { g.memset(Stream::DEFAULT, ctx.base, value, size) });
+    fn get_tensor(&self, tensor: TensorPtr, data: &mut [u8], offset: usize) {
+        let from = at(&tensor, offset);
+        // SAFETY: as in set, with `data` writable.
+        on_default_stream(self.gpu.as_ref(), "get_tensor", |g| unsafe {
+            g.download(Stream::DEFAULT, data.as_mut_ptr(), from, data.len())
+        });
+    }
+
+    /// Copies from another device buffer (on any GPU: addresses are unified); anything else is
+    /// the caller's to do through host memory.
+    fn cpy_tensor(&self, src: TensorPtr, dst: TensorPtr) -> bool {
+        if gpu_of(&src).is_none() {
+            return false;
+        }
+        let (to, from) = (at(&dst, 0), at(&src, 0));
+        // SAFETY: both tensors are allocated in device buffers with the same size (checked by
+        // ggml_backend_tensor_copy).
+        on_default_stream(self.gpu.as_ref(), "cpy_tensor", |g| unsafe {
+            g.copy(Stream::DEFAULT, to, from, src.nbytes())
+        });
+        true
+    }
+
+    fn clear(&self, value: u8) {
+        // SAFETY: the allocation covers `size` bytes from its base.
+        on_default_stream(self.gpu.as_ref(), "clear", |g| unsafe {
+            g.memset(Stream::DEFAULT, self.base, value, self.size)
+        });
+    }
 }
 
 /// The GPU whose memory holds `tensor`, when it lives in a CUDA buffer.
 pub fn gpu_of(tensor: &Tensor) -> Option<&Arc<dyn Gpu>> {
     // SAFETY: a tensor's buffer is null or live.
-    unsafe { context(tensor.buffer.cast()) }.map(|c| &c.gpu)
+    let buffer = unsafe { BufferPtr::from_raw(tensor.buffer.cast()) }?;
+    buffer.downcast::<CudaBuffer>().map(|b| &b.gpu)
 }

@@ -4,66 +4,64 @@
 //! returned instead, as ggml does. Also the registration of a caller's host memory
 //! (`ggml_backend_cuda_register_host_buffer`).
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CStr, c_void};
 
-use super::{gpus, registry};
-use crate::backend::buffer::{BufferTypePtr, StaticBufferType};
-use crate::backend::host_buffer::{
-    cpu_buffer_type_alloc_buffer, cpu_buffer_type_is_host, host_alignment, host_buffer_freed_by,
-};
-use crate::backend::interface::{Buffer, BufferType, BufferTypeInterface};
+use super::gpus;
+use crate::backend::adapter::StaticBufferType;
+use crate::backend::buffer::{BufferPtr, BufferTypePtr};
+use crate::backend::device::DevicePtr;
+use crate::backend::host_buffer::{TENSOR_ALIGNMENT, alloc_host_buffer, host_buffer_freed_by};
+use crate::backend::traits::BufferType;
 
-static HOST: StaticBufferType = StaticBufferType::new(
-    BufferTypeInterface {
-        get_name: Some(get_name),
-        alloc_buffer: Some(alloc_buffer),
-        get_alignment: Some(host_alignment),
-        get_max_size: None,
-        get_alloc_size: None,
-        is_host: Some(cpu_buffer_type_is_host),
-    },
-    std::ptr::null_mut(),
-);
+struct HostBufferType;
 
-/// `ggml_backend_cuda_host_buffer_type`: its device is CUDA0.
+static HOST_TYPE: &dyn BufferType = &HostBufferType;
+static HOST: StaticBufferType = StaticBufferType::new(&HOST_TYPE);
+
+/// Makes CUDA0 the device of the host buffer type, as ggml does; the registry does this once,
+/// when it makes the devices, before anyone can ask for the type.
+pub fn set_device(cuda0: DevicePtr) {
+    HOST.set_device(cuda0.as_ptr());
+}
+
+/// `ggml_backend_cuda_host_buffer_type`.
 pub fn buffer_type() -> BufferTypePtr {
-    let buft = HOST.as_ptr();
-    // SAFETY: the static type is only written here, with the same value every time, before
-    // its address is handed out.
-    unsafe {
-        if (*buft).device.is_null() {
-            (*buft).device = registry::devices().first().copied().unwrap_or(std::ptr::null_mut());
-        }
-    }
     HOST.handle()
 }
 
-unsafe extern "C" fn get_name(_buft: *mut BufferType) -> *const c_char {
-    c"CUDA_Host".as_ptr()
-}
+impl BufferType for HostBufferType {
+    fn get_name(&self) -> &CStr {
+        c"CUDA_Host"
+    }
 
-unsafe extern "C" fn free_pinned(buffer: *mut Buffer) {
-    let Some(gpu) = gpus::get(0) else { unreachable!("page-locked buffers exist only where there is a GPU") };
-    // SAFETY: the context of a page-locked buffer is the memory `alloc_buffer` got from
-    // alloc_host, released once, with the buffer.
-    unsafe { gpu.free_host((*buffer).context.cast()) };
-}
-
-unsafe extern "C" fn alloc_buffer(buft: *mut BufferType, size: usize) -> *mut Buffer {
-    let pinned = gpus::get(0).map(|gpu| gpu.alloc_host(size.max(1)));
-    match pinned {
-        Some(Ok(ptr)) => host_buffer_freed_by(buft, ptr.cast(), size, free_pinned).as_ptr(),
-        failed => {
-            if let Some(Err(e)) = failed {
-                crate::log_warn!(
-                    "ggml_backend_cuda_host_buffer_type_alloc_buffer: no page-locked memory for {:.2} MiB ({}), using a plain CPU buffer\n",
-                    size as f64 / (1 << 20) as f64,
-                    e
-                );
+    fn alloc_buffer(&self, this: BufferTypePtr, size: usize) -> Option<BufferPtr> {
+        let pinned = gpus::get(0).map(|gpu| (gpu, gpu.alloc_host(size.max(1))));
+        match pinned {
+            Some((gpu, Ok(ptr))) => {
+                let gpu = std::sync::Arc::clone(gpu);
+                // SAFETY: the memory is what alloc_host gave, released once, with the buffer.
+                let release = Box::new(move |p: *mut c_void| unsafe { gpu.free_host(p.cast()) });
+                Some(host_buffer_freed_by(this, ptr.cast(), size, release))
             }
-            // SAFETY: `buft` is our static type, alive for the process.
-            unsafe { cpu_buffer_type_alloc_buffer(buft, size) }
+            failed => {
+                if let Some((_, Err(e))) = failed {
+                    crate::log_warn!(
+                        "ggml_backend_cuda_host_buffer_type_alloc_buffer: no page-locked memory for {:.2} MiB ({}), using a plain CPU buffer\n",
+                        size as f64 / (1 << 20) as f64,
+                        e
+                    );
+                }
+                alloc_host_buffer(this, size)
+            }
         }
+    }
+
+    fn get_alignment(&self) -> usize {
+        TENSOR_ALIGNMENT
+    }
+
+    fn is_host(&self) -> bool {
+        true
     }
 }
 
@@ -104,22 +102,4 @@ pub unsafe fn unregister(ptr: *mut c_void) {
         // SAFETY: the caller registered `ptr` before.
         unsafe { gpu.unregister_host(ptr.cast()) };
     }
-}
-
-/// [`register`] with its C signature, for the registry's proc address.
-///
-/// # Safety
-/// As [`register`].
-pub unsafe extern "C" fn register_c(ptr: *mut c_void, size: usize) -> bool {
-    // SAFETY: the caller's contract.
-    unsafe { register(ptr, size) }
-}
-
-/// [`unregister`] with its C signature, for the registry's proc address.
-///
-/// # Safety
-/// As [`unregister`].
-pub unsafe extern "C" fn unregister_c(ptr: *mut c_void) {
-    // SAFETY: the caller's contract.
-    unsafe { unregister(ptr) }
 }

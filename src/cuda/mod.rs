@@ -12,6 +12,7 @@ pub mod device;
 pub mod driver;
 #[cfg(feature = "cuda-emulator")]
 pub mod emulator;
+pub mod event;
 pub mod gpu;
 pub mod gpus;
 pub mod host_buffer;

@@ -25,7 +25,7 @@ fn device() -> DevicePtr {
     let reg = registry::listed().expect("the emulated GPU is listed");
     assert_eq!(reg.dev_count(), 1);
     // SAFETY: the registry's devices live for the process.
-    unsafe { DevicePtr::from_raw(reg.dev_get(0)) }.expect("a device")
+    reg.dev_get(0)
 }
 
 #[test]
@@ -43,7 +43,7 @@ fn the_emulated_gpu_is_cuda0() {
     assert!(props.caps.async_ && props.caps.events && props.caps.host_buffer);
     assert!(props.memory_total > 0 && props.memory_free <= props.memory_total);
 
-    let buft = dev.buffer_type_handle();
+    let buft = dev.buffer_type();
     assert_eq!(buft.name_lossy(), "CUDA0");
     assert_eq!(buft.alignment(), 128);
     assert!(!buft.is_host());
@@ -63,7 +63,7 @@ fn quantized_rows_are_padded_to_512_values() {
 
 #[test]
 fn buffers_hold_what_is_written_and_pad_with_zeros() {
-    let buft: BufferTypePtr = device().buffer_type_handle();
+    let buft: BufferTypePtr = device().buffer_type();
     let mut c = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
     let a = c.new_tensor(Type::F32, &[100]);
     let b = c.new_tensor(Type::F32, &[100]);
@@ -175,14 +175,14 @@ fn a_transformer_block_computes_as_on_the_cpu() {
     // the same block in device memory, computed by a CUDA backend
     let mut d = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
     let dev = block(&mut d);
-    let buf = alloc_ctx_tensors(&d, device().buffer_type_handle()).expect("a device buffer");
+    let buf = alloc_ctx_tensors(&d, device().buffer_type()).expect("a device buffer");
     for (from, to) in [(cpu.x, dev.x), (cpu.g, dev.g), (cpu.w, dev.w), (cpu.pos, dev.pos)] {
         tensor_set(to, &bytes(from), 0);
     }
     let graph = new_graph_custom(&mut d, 64, false);
     graph.get_mut().build_forward_expand(dev.out);
     // SAFETY: the device's backend is live until freed below.
-    let cuda = unsafe { BackendPtr::from_raw(device().init_backend(None)) }.expect("a CUDA backend");
+    let cuda = device().init_backend(None).expect("a CUDA backend");
     assert!(crate::cuda::backend::is_cuda(cuda));
     assert_eq!(cuda.graph_compute(graph.get_mut()), Status::SUCCESS);
     // both round the product's activations to Q8_0
@@ -253,14 +253,14 @@ fn products_match_the_cpu_in_the_vector_kernel_and_the_gemm() {
         (Type::BF16, [129, 20, 1, 1], [129, 12, 1, 1], false),
     ];
     // SAFETY: the device's backend is live until freed below.
-    let cuda = unsafe { BackendPtr::from_raw(device().init_backend(None)) }.expect("a CUDA backend");
+    let cuda = device().init_backend(None).expect("a CUDA backend");
     for (w_type, ne_w, ne_x, permuted) in cases {
         let mut c = ctx();
         let cpu = product_on_cpu(&mut c, w_type, ne_w, ne_x, permuted, 7);
 
         let mut d = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
         let dev = product(&mut d, w_type, ne_w, ne_x, permuted);
-        let buf = alloc_ctx_tensors(&d, device().buffer_type_handle()).expect("a device buffer");
+        let buf = alloc_ctx_tensors(&d, device().buffer_type()).expect("a device buffer");
         tensor_set(dev.w, &bytes(cpu.w), 0);
         tensor_set(dev.stored, &bytes(cpu.stored), 0);
         let err = nmse(&compute_on_device(cuda, &mut d, dev.out), &values(cpu.out));
@@ -306,7 +306,7 @@ fn expert_products_match_the_cpu_in_tiles_and_the_vector_kernel() {
         (Type::BF16, [80, 33, 4], [80, 1, 4], 2),
     ];
     // SAFETY: the device's backend is live until freed below.
-    let cuda = unsafe { BackendPtr::from_raw(device().init_backend(None)) }.expect("a CUDA backend");
+    let cuda = device().init_backend(None).expect("a CUDA backend");
     for (w_type, ne_w, ne_x, slots) in cases {
         let mut c = ctx();
         let mut rng = Rng::new(5);
@@ -329,7 +329,7 @@ fn expert_products_match_the_cpu_in_tiles_and_the_vector_kernel() {
 
         let mut d = Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true });
         let dev = expert_product(&mut d, w_type, ne_w, ne_x, slots);
-        let buf = alloc_ctx_tensors(&d, device().buffer_type_handle()).expect("a device buffer");
+        let buf = alloc_ctx_tensors(&d, device().buffer_type()).expect("a device buffer");
         for (from, to) in [(cpu.w, dev.w), (cpu.x, dev.x), (cpu.ids, dev.ids)] {
             tensor_set(to, &bytes(from), 0);
         }

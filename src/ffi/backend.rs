@@ -6,14 +6,15 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::ptr::NonNull;
 
-use crate::backend::backend::{self as backend_ops, BackendPtr, EvalCallback, GraphCopy};
-use crate::backend::buffer::{BufferPtr, BufferTypePtr, Copy2d};
+use crate::backend::backend::{self as backend_ops, BackendPtr, EvalCallback, EventPtr, GraphCopy};
+use crate::backend::buffer::{BufferPtr, BufferTypePtr};
 use crate::backend::device::DevicePtr;
 use crate::backend::interface::{
     Backend, Buffer, BufferType, DevProps, DevType, Device, Event, GraphPlan, GuidPtr, Reg,
 };
 use crate::backend::reg::RegPtr;
 use crate::backend::tallocr;
+use crate::backend::traits::Copy2d;
 use crate::core::context::Context;
 use crate::core::graph::{Graph, GraphPtr};
 use crate::core::log::abort_at_caller;
@@ -27,7 +28,7 @@ use crate::registry::loader;
 /// Host bytes spanned by a 2-D copy's runs.
 #[track_caller]
 fn span_2d(c: &Copy2d) -> usize {
-    match crate::backend::buffer::strided_span(c.size, c.n_copies, c.stride_data) {
+    match c.host_span() {
         Some(n) => n,
         None => abort_at_caller(&format!("2-D copy of {} rows overflows the address space", c.n_copies)),
     }
@@ -71,7 +72,7 @@ pub extern "C" fn ggml_backend_free(b: *mut Backend) {
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_get_default_buffer_type(b: *mut Backend) -> *mut BufferType {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    unsafe { arg!(b).device().buffer_type() }
+    unsafe { arg!(b).device().buffer_type_opt().map_or(std::ptr::null_mut(), BufferTypePtr::as_ptr) }
 }
 
 #[unsafe(no_mangle)]
@@ -256,7 +257,7 @@ pub extern "C" fn ggml_backend_alloc_ctx_tensors(ctx: *mut Context, b: *mut Back
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_event_new(d: *mut Device) -> *mut Event {
     // SAFETY: the C caller's contract: a non-NULL handle is live; a NULL device gets no event.
-    backend_ops::event_new(unsafe { opt_arg!(d) })
+    backend_ops::event_new(unsafe { opt_arg!(d) }).map_or(std::ptr::null_mut(), EventPtr::as_ptr)
 }
 
 #[unsafe(no_mangle)]
@@ -270,7 +271,7 @@ pub extern "C" fn ggml_backend_event_free(e: *mut Event) {
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_event_record(e: *mut Event, b: *mut Backend) {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    unsafe { arg!(b).event_record(e) };
+    unsafe { arg!(b).event_record(arg!(e)) };
 }
 
 #[unsafe(no_mangle)]
@@ -282,7 +283,7 @@ pub extern "C" fn ggml_backend_event_synchronize(e: *mut Event) {
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_event_wait(b: *mut Backend, e: *mut Event) {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    unsafe { arg!(b).event_wait(e) };
+    unsafe { arg!(b).event_wait(arg!(e)) };
 }
 
 // ---- devices ----
@@ -335,13 +336,13 @@ pub extern "C" fn ggml_backend_dev_backend_reg(d: *mut Device) -> *mut Reg {
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_init(d: *mut Device, params: *const c_char) -> *mut Backend {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    unsafe { arg!(d).init_backend(opt_c_str(params)) }
+    unsafe { arg!(d).init_backend(opt_c_str(params)).map_or(std::ptr::null_mut(), BackendPtr::as_ptr) }
 }
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_dev_buffer_type(d: *mut Device) -> *mut BufferType {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    unsafe { arg!(d).buffer_type() }
+    unsafe { arg!(d).buffer_type_opt().map_or(std::ptr::null_mut(), BufferTypePtr::as_ptr) }
 }
 
 #[unsafe(no_mangle)]
@@ -399,7 +400,7 @@ pub extern "C" fn ggml_backend_reg_dev_count(r: *mut Reg) -> usize {
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_reg_dev_get(r: *mut Reg, index: usize) -> *mut Device {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    unsafe { arg!(r).dev_get(index) }
+    unsafe { arg!(r).dev_get(index).as_ptr() }
 }
 
 #[unsafe(no_mangle)]

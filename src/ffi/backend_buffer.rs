@@ -4,9 +4,11 @@
 
 use std::ffi::{c_char, c_void};
 
-use crate::backend::buffer::{self, BufferPtr, Copy2d};
+use crate::backend::buffer::{self, BufferPtr};
 use crate::backend::interface::{Buffer, BufferInterface, BufferType, BufferUsage, Device};
+use crate::backend::multi_buffer;
 use crate::backend::tallocr::Tallocr;
+use crate::backend::traits::{Copy2d, strided_span};
 use crate::backend::{host_buffer, tallocr};
 use crate::core::context::Context;
 use crate::core::log::abort_at_caller;
@@ -27,7 +29,7 @@ fn buffer_array<'a>(ptr: *const *mut Buffer, n: usize) -> &'a [*mut Buffer] {
 
 #[track_caller]
 fn span_2d(size: usize, n_copies: usize, stride_data: usize) -> usize {
-    match buffer::strided_span(size, n_copies, stride_data) {
+    match strided_span(size, n_copies, stride_data) {
         Some(n) => n,
         None => abort_at_caller(&format!("2-D copy of {} rows overflows the address space", n_copies)),
     }
@@ -190,7 +192,7 @@ pub extern "C" fn ggml_backend_multi_buffer_alloc_buffer(buffers: *mut *mut Buff
     crate::ggml_assert!(n_buffers > 0, "a multi-buffer needs at least one buffer");
     // SAFETY: the C caller's contract: handles passed to the API are live.
     let parts: Vec<BufferPtr> = unsafe { buffer_array(buffers, n_buffers).iter().map(|&b| arg!(b)).collect() };
-    buffer::multi_buffer_new(&parts).as_ptr()
+    multi_buffer::multi_buffer_new(&parts).as_ptr()
 }
 
 #[unsafe(no_mangle)]
@@ -202,7 +204,7 @@ pub extern "C" fn ggml_backend_buffer_is_multi_buffer(b: *mut Buffer) -> bool {
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_multi_buffer_set_usage(b: *mut Buffer, usage: BufferUsage) {
     // SAFETY: the C caller's contract: handles passed to the API are live.
-    unsafe { buffer::multi_buffer_set_usage(arg!(b), usage) }
+    unsafe { multi_buffer::multi_buffer_set_usage(arg!(b), usage) }
 }
 
 #[unsafe(no_mangle)]

@@ -2,18 +2,27 @@
 //! without a GPU (or without the driver) every function answers as for zero devices: no
 //! abort, NULL with the reason logged where a device was asked for.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ptr::NonNull;
 
 use crate::backend::backend::BackendPtr;
-use crate::backend::interface::{Backend, BufferType, Reg};
+use crate::backend::interface::{Backend, BackendFeature, BufferType, Reg};
 use crate::cuda::{backend, device, gpus, host_buffer, registry};
 use crate::ffi::handle::opt_arg;
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_cuda_init(device: c_int) -> *mut Backend {
-    registry::device_at(device, "ggml_backend_cuda_init")
-        .and_then(|d| backend::init(d.index))
-        .unwrap_or(std::ptr::null_mut())
+    let Ok(index) = usize::try_from(device) else {
+        crate::log_error!("ggml_backend_cuda_init: invalid device {}\n", device);
+        return std::ptr::null_mut();
+    };
+    match registry::devices().get(index) {
+        Some(&dev) => dev.init_backend(None).map_or(std::ptr::null_mut(), BackendPtr::as_ptr),
+        None => {
+            crate::log_error!("ggml_backend_cuda_init: invalid device {}\n", device);
+            std::ptr::null_mut()
+        }
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -24,7 +33,8 @@ pub extern "C" fn ggml_backend_is_cuda(b: *mut Backend) -> bool {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_cuda_buffer_type(device: c_int) -> *mut BufferType {
-    registry::device_at(device, "ggml_backend_cuda_buffer_type").map_or(std::ptr::null_mut(), |d| d.buffer_type)
+    registry::device_at(device, "ggml_backend_cuda_buffer_type")
+        .map_or(std::ptr::null_mut(), |d| d.buffer_type.as_ptr())
 }
 
 /// NULL when there is no GPU: its buffers would have no device to serve (ggml asserts here).
@@ -34,6 +44,7 @@ pub extern "C" fn ggml_backend_cuda_host_buffer_type() -> *mut BufferType {
         crate::log_error!("ggml_backend_cuda_host_buffer_type: no CUDA device\n");
         return std::ptr::null_mut();
     }
+    registry::devices();
     host_buffer::buffer_type().as_ptr()
 }
 
@@ -89,4 +100,37 @@ pub extern "C" fn ggml_backend_cuda_unregister_host_buffer(buffer: *mut c_void) 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_backend_cuda_reg() -> *mut Reg {
     registry::reg().as_ptr()
+}
+
+// ---- the registry's extra functions ----
+
+/// What `ggml_backend_get_features` reports, ending with a NULL name.
+struct Features([BackendFeature; 3]);
+// SAFETY: the array only holds pointers to string literals.
+unsafe impl Sync for Features {}
+
+static FEATURES: Features = Features([
+    BackendFeature { name: c"CUDA".as_ptr(), value: c"1".as_ptr() },
+    BackendFeature {
+        name: c"EMULATED".as_ptr(),
+        value: if cfg!(feature = "cuda-emulator") { c"1".as_ptr() } else { c"0".as_ptr() },
+    },
+    BackendFeature { name: std::ptr::null(), value: std::ptr::null() },
+]);
+
+/// `ggml_backend_get_features_t` for the CUDA registry.
+unsafe extern "C" fn get_features(_reg: *mut Reg) -> *const BackendFeature {
+    FEATURES.0.as_ptr()
+}
+
+/// The CUDA registry's extra functions by name: the exports of this file under the names
+/// the registry gives them.
+pub fn proc_address(name: &CStr) -> Option<NonNull<c_void>> {
+    let f: *mut c_void = match name.to_bytes() {
+        b"ggml_backend_get_features" => get_features as *mut c_void,
+        b"ggml_backend_register_host_buffer" => ggml_backend_cuda_register_host_buffer as *mut c_void,
+        b"ggml_backend_unregister_host_buffer" => ggml_backend_cuda_unregister_host_buffer as *mut c_void,
+        _ => return None,
+    };
+    NonNull::new(f)
 }

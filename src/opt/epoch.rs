@@ -519,7 +519,7 @@ mod tests {
     /// zero-mean noise) with a mean-squared-error loss, AdamW, 100 epochs.
     #[test]
     fn regression_on_the_cpu_backend() {
-        let backend = crate::cpu::backend::init();
+        let backend = crate::cpu::device::init();
         let sched = Sched::new(&[backend], None, DEFAULT_GRAPH_SIZE, false, false);
         let sched = Box::into_raw(sched);
 
@@ -575,7 +575,7 @@ mod tests {
     /// Cross-entropy on the CPU backend: predictions and accuracy come back from the graph.
     #[test]
     fn classification_results_on_the_cpu_backend() {
-        let backend = crate::cpu::backend::init();
+        let backend = crate::cpu::device::init();
         let mut sched = Sched::new(&[backend], None, DEFAULT_GRAPH_SIZE, false, false);
 
         // Logits are the inputs plus a trainable bias per class; data point i votes for class

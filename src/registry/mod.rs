@@ -8,6 +8,7 @@
 use std::ffi::{CStr, c_char};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
+use crate::backend::backend::BackendPtr;
 use crate::backend::device::DevicePtr;
 use crate::backend::interface::{Backend, DevType};
 use crate::backend::reg::RegPtr;
@@ -60,10 +61,7 @@ fn lock() -> MutexGuard<'static, Registry> {
 /// The devices a registry reports, asked before the list is locked (a backend's code may
 /// itself call into the registry).
 fn reg_devices(reg: RegPtr) -> Vec<DevicePtr> {
-    (0..reg.dev_count())
-        // SAFETY: devices handed out by a registry live as long as it does.
-        .filter_map(|i| unsafe { DevicePtr::from_raw(reg.dev_get(i)) })
-        .collect()
+    (0..reg.dev_count()).map(|i| reg.dev_get(i)).collect()
 }
 
 /// Adds `reg` and its devices (`ggml_backend_register`); a registry already listed is
@@ -161,12 +159,12 @@ pub fn dev_by_type(t: DevType) -> Option<DevicePtr> {
 /// `ggml_backend_init_by_name`: a backend on the device called `name`; NULL if there is no
 /// such device or it cannot start one.
 pub fn init_by_name(name: &[u8], params: Option<&CStr>) -> *mut Backend {
-    dev_by_name(name).map_or(std::ptr::null_mut(), |d| d.init_backend(params))
+    dev_by_name(name).and_then(|d| d.init_backend(params)).map_or(std::ptr::null_mut(), BackendPtr::as_ptr)
 }
 
 /// `ggml_backend_init_by_type`: a backend on the first device of type `t`.
 pub fn init_by_type(t: DevType, params: Option<&CStr>) -> *mut Backend {
-    dev_by_type(t).map_or(std::ptr::null_mut(), |d| d.init_backend(params))
+    dev_by_type(t).and_then(|d| d.init_backend(params)).map_or(std::ptr::null_mut(), BackendPtr::as_ptr)
 }
 
 /// `ggml_backend_init_best`: a backend on the first GPU, else integrated GPU, else CPU.
@@ -174,7 +172,8 @@ pub fn init_best() -> *mut Backend {
     [DevType::GPU, DevType::IGPU, DevType::CPU]
         .into_iter()
         .find_map(dev_by_type)
-        .map_or(std::ptr::null_mut(), |d| d.init_backend(None))
+        .and_then(|d| d.init_backend(None))
+        .map_or(std::ptr::null_mut(), BackendPtr::as_ptr)
 }
 
 #[cfg(test)]

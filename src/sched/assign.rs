@@ -16,7 +16,7 @@
 //!
 //! Assignments the user made with `set_tensor_backend` are never changed.
 
-use super::{BackendPtr, Sched, is_view_op, own_buffer, storage_buffer};
+use super::{BackendPtr, Sched, own_buffer, storage_buffer};
 use crate::backend::interface::BufferUsage;
 use crate::core::graph::Graph;
 use crate::core::op::Op;
@@ -131,7 +131,7 @@ impl Sched {
         }
 
         // Pass 2: spread the accelerators' assignments (the CPU interrupts a run), then all.
-        let order: Vec<TensorPtr> = graph.nodes().filter(|n| !is_view_op(n.op)).collect();
+        let order: Vec<TensorPtr> = graph.nodes().filter(|n| !n.op.is_view()).collect();
         self.expand(order.iter().copied(), true);
         self.expand(order.iter().rev().copied(), true);
         self.expand(order.iter().copied(), false);

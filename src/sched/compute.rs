@@ -121,7 +121,7 @@ impl Sched {
             }
 
             if let Some(event) = self.event(split_backend_id, self.cur_copy) {
-                split_backend.event_record(event.as_ptr());
+                split_backend.event_record(event);
             }
             prev_backend_id = Some(split_backend_id);
         }
@@ -147,7 +147,7 @@ impl Sched {
 
         // The split's backend may still be reading the previous contents of the copy.
         match self.event(split_backend_id, self.cur_copy) {
-            Some(event) => split_backend.event_wait(event.as_ptr()),
+            Some(event) => split_backend.event_wait(event),
             None => split_backend.synchronize(),
         }
 

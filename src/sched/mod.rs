@@ -32,7 +32,6 @@ use crate::backend::buffer::{BufferPtr, BufferTypePtr};
 use crate::backend::interface::{Backend, DevType};
 use crate::core::context::{Context, InitParams, OBJECT_SIZE, TENSOR_SIZE};
 use crate::core::graph::{EvalOrder, Graph, HashSet};
-use crate::core::op::Op;
 use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr, flag};
 
@@ -43,11 +42,6 @@ pub const MAX_COPIES: usize = 4;
 /// node, then shown it (`ask` false) once computed; returning false then stops the graph.
 pub type SchedEvalCallback = unsafe extern "C" fn(t: *mut Tensor, ask: bool, user_data: *mut c_void) -> bool;
 
-/// Reshapes and views: metadata only, they run wherever their source is.
-fn is_view_op(op: Op) -> bool {
-    matches!(op, Op::VIEW | Op::RESHAPE | Op::PERMUTE | Op::TRANSPOSE)
-}
-
 /// A backend's name, for copies' names and messages.
 fn backend_name(b: BackendPtr) -> String {
     crate::backend::device::lossy(b.name())
@@ -57,14 +51,7 @@ fn backend_name(b: BackendPtr) -> String {
 /// the blocking fallback of `ggml_backend_tensor_copy_async`: false when `to` has no such copy
 /// or declines.
 fn cpy_tensor_async(from: BackendPtr, to: BackendPtr, src: TensorPtr, dst: TensorPtr) -> bool {
-    // SAFETY: the scheduler's backends are live for its whole life.
-    let entry = unsafe { (*to.as_ptr()).iface.cpy_tensor_async };
-    match entry {
-        // SAFETY: the destination backend's own entry, called with both live backends and two
-        // allocated tensors of the same layout.
-        Some(f) => unsafe { f(from.as_ptr(), to.as_ptr(), src.as_ptr(), dst.as_ptr()) },
-        None => false,
-    }
+    to.cpy_tensor_async(Some(from), src, dst)
 }
 
 /// The buffer holding a tensor's memory (its view source's, for a view).
@@ -335,8 +322,8 @@ impl Sched {
         let events = if n_copies > 1 {
             backends
                 .iter()
-                // SAFETY: events come from the backend's device and are freed in `drop`.
-                .map(|b| (0..n_copies).map(|_| unsafe { EventPtr::from_raw(event_new(Some(b.device()))) }).collect())
+                // events come from the backend's device and are freed in `drop`
+                .map(|b| (0..n_copies).map(|_| event_new(Some(b.device()))).collect())
                 .collect()
         } else {
             Vec::new()

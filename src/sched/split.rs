@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 
-use super::{Sched, Split, is_view_op, own_buffer};
+use super::{Sched, Split, own_buffer};
 use crate::backend::interface::{BufferUsage, GraphOptimizeParams};
 use crate::core::graph::{Graph, cgraph};
 use crate::core::tensor::{MAX_SRC, Tensor, TensorPtr, flag};
@@ -107,7 +107,7 @@ impl Sched {
     /// of the sources its backend cannot read.
     fn make_splits(&mut self, graph: &Graph, previous_first_backend: usize) -> Vec<Pending> {
         let nodes: Vec<TensorPtr> = graph.nodes().collect();
-        let first = nodes.iter().position(|n| !is_view_op(n.op));
+        let first = nodes.iter().position(|n| !n.op.is_view());
         let first_backend = first.map_or(previous_first_backend, |i| self.assigned(nodes[i]));
 
         let mut splits = Vec::new();
@@ -115,7 +115,7 @@ impl Sched {
         let mut cur = first_backend;
 
         for (i, &node) in nodes.iter().enumerate().skip(first.unwrap_or(nodes.len())) {
-            if is_view_op(node.op) {
+            if node.op.is_view() {
                 continue;
             }
             let node_backend = self.assigned(node);
@@ -322,7 +322,7 @@ impl Sched {
                 crate::log_debug!("{}\n", line);
                 cur_split += 1;
             }
-            if is_view_op(node.op) || self.debug <= 1 {
+            if node.op.is_view() || self.debug <= 1 {
                 continue;
             }
             let slot = graph.visited_hash_set.find_existing(node.as_ptr());

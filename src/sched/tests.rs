@@ -19,6 +19,7 @@ use crate::backend::tallocr::alloc_ctx_tensors;
 use crate::core::context::{Context, InitParams};
 use crate::core::graph::GraphPtr;
 use crate::core::graph::cgraph::new_graph_custom;
+use crate::core::op::Op;
 use crate::core::ops;
 use crate::core::status::Status;
 use crate::core::tensor::{MAX_SRC, Tensor, TensorPtr, flag};
@@ -374,7 +375,7 @@ unsafe extern "C" fn t_graph_compute(backend: *mut Backend, graph: *mut Graph) -
                 None => d.violations.borrow_mut().push(format!("{} reads unallocated {}", node.name(), t.name())),
             }
         }
-        if !is_view_op(node.op) && node.op != Op::NONE {
+        if !node.op.is_view() && node.op != Op::NONE {
             eval(node);
         }
     }

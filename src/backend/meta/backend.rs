@@ -4,26 +4,23 @@
 //! simple backends' own collective if their registry offers one, else by copying between
 //! backends and adding (a butterfly over the devices).
 
-use std::ffi::{CStr, CString, c_char, c_void};
+use std::ffi::{CStr, CString, c_void};
 
-use super::buffer::{is_meta_buffer, meta_buf, simple_tensor, tensor_is_meta};
-use super::device::meta_dev;
-use super::split::split_state;
+use super::buffer::{meta_buffer, simple_tensor, split_state, tensor_is_meta};
 use super::{SplitAxis, SplitState};
+use crate::backend::adapter::new_backend;
 use crate::backend::backend::{BackendPtr, tensor_copy_async};
-use crate::backend::buffer::{self as bufops, BufferPtr, Copy2d};
-use crate::backend::interface::{Backend, BackendInterface, Buffer, Device};
+use crate::backend::buffer::{self as bufops, BufferPtr};
+use crate::backend::device::DevicePtr;
+use crate::backend::guid::StaticGuid;
+use crate::backend::interface::{Backend, CommAllreduceFn, CommFreeFn, CommInitFn};
 use crate::backend::reg::RegPtr;
+use crate::backend::traits::{self, Copy2d};
 use crate::core::context::{Context, InitParams};
 use crate::core::graph::{Graph, GraphPtr, cgraph};
 use crate::core::op::Op;
 use crate::core::status::Status;
 use crate::core::tensor::{MAX_SRC, Tensor, TensorPtr, flag};
-
-/// `ggml_backend_comm_init_t` and friends: a registry's collective operations.
-type CommInitFn = unsafe extern "C" fn(backends: *mut *mut Backend, n_backends: usize) -> *mut c_void;
-type CommFreeFn = unsafe extern "C" fn(comm_ctx: *mut c_void);
-type CommAllreduceFn = unsafe extern "C" fn(comm_ctx: *mut c_void, tensors: *mut *mut Tensor) -> bool;
 
 /// A graph in a context of its own.
 struct OwnedGraph {
@@ -60,8 +57,8 @@ struct Comm {
     free: Option<CommFreeFn>,
 }
 
-/// What a meta backend's `context` points to.
-struct MetaBackend {
+/// A meta backend: one simple backend per device.
+pub struct MetaBackend {
     name: CString,
     devices: Vec<Device1>,
     /// Where each subgraph starts in the original graph.
@@ -78,78 +75,49 @@ struct MetaBackend {
     comm: Option<Comm>,
 }
 
-static GUID: [u8; 16] =
-    [0xf1, 0x0e, 0x34, 0xcf, 0x9c, 0x6f, 0x43, 0xcb, 0x96, 0x92, 0xbe, 0x8e, 0xbb, 0x71, 0x3f, 0xda];
-
-const GET_NAME: unsafe extern "C" fn(*mut Backend) -> *const c_char = backend_get_name;
-
-const IFACE: BackendInterface = BackendInterface {
-    get_name: Some(GET_NAME),
-    free: Some(backend_free),
-    set_tensor_async: Some(backend_set_tensor_async),
-    get_tensor_async: Some(backend_get_tensor_async),
-    set_tensor_2d_async: None,
-    get_tensor_2d_async: None,
-    cpy_tensor_async: None,
-    synchronize: Some(backend_synchronize),
-    graph_plan_create: None,
-    graph_plan_free: None,
-    graph_plan_update: None,
-    graph_plan_compute: None,
-    graph_compute: Some(backend_graph_compute),
-    event_record: None,
-    event_wait: None,
-    graph_optimize: None,
-};
+static GUID: StaticGuid =
+    StaticGuid::new([0xf1, 0x0e, 0x34, 0xcf, 0x9c, 0x6f, 0x43, 0xcb, 0x96, 0x92, 0xbe, 0x8e, 0xbb, 0x71, 0x3f, 0xda]);
 
 /// `ggml_backend_is_meta`.
 pub fn backend_is_meta(backend: BackendPtr) -> bool {
-    is_meta_backend(backend.as_ptr())
-}
-
-fn is_meta_backend(backend: *mut Backend) -> bool {
-    // SAFETY: a non-null backend pointer handed to ggml points to a live backend.
-    !backend.is_null() && unsafe { (*backend).iface.get_name }.is_some_and(|f| std::ptr::fn_addr_eq(f, GET_NAME))
+    backend.downcast::<MetaBackend>().is_some()
 }
 
 #[track_caller]
-fn meta_ctx<'a>(backend: *mut Backend) -> &'a mut MetaBackend {
-    crate::ggml_assert!(is_meta_backend(backend), "not a meta backend");
-    // SAFETY: meta backends carry a boxed MetaBackend as their context until freed, and
-    // ggml drives a backend from one thread at a time.
-    unsafe { &mut *(*backend).context.cast::<MetaBackend>() }
+fn meta_ctx<'a>(backend: BackendPtr) -> &'a mut MetaBackend {
+    match backend.downcast::<MetaBackend>() {
+        Some(m) => m,
+        None => crate::ggml_abort!("GGML_ASSERT(ggml_backend_is_meta(backend)) failed"),
+    }
 }
 
 /// `ggml_backend_meta_n_backends`.
 pub fn meta_n_backends(backend: BackendPtr) -> usize {
-    meta_ctx(backend.as_ptr()).devices.len()
+    meta_ctx(backend).devices.len()
 }
 
 /// `ggml_backend_meta_simple_backend`: the backend of device `index`.
 pub fn meta_simple_backend(backend: BackendPtr, index: usize) -> BackendPtr {
-    let devices = &meta_ctx(backend.as_ptr()).devices;
+    let devices = &meta_ctx(backend).devices;
     crate::ggml_assert!(index < devices.len(), "meta backend has no simple backend {}", index);
     devices[index].backend
 }
 
-/// The meta device's `init_backend`: a simple backend on every device, each given `params`.
-pub(super) fn init(dev: *mut Device, params: *const c_char) -> *mut Backend {
-    let meta = meta_dev(dev);
-    let n = meta.simple.len();
+/// The meta device's `init_backend`: a backend of `device` with a simple backend on every one
+/// of `simple`, each given `params`.
+pub(super) fn init(device: DevicePtr, simple: &[DevicePtr], params: Option<&CStr>) -> BackendPtr {
+    let n = simple.len();
     let n_reduce_steps = if n <= 1 { 0 } else { (usize::BITS - (n - 1).leading_zeros()) as usize };
     let mut backends = Vec::with_capacity(n);
-    for d in &meta.simple {
-        // SAFETY: `params` is NULL or a C string, as the caller passed it.
-        let params = (!params.is_null()).then(|| unsafe { CStr::from_ptr(params) });
-        // SAFETY: a backend a device returns is live until freed.
-        match unsafe { BackendPtr::from_raw(d.init_backend(params)) } {
+    for d in simple {
+        match d.init_backend(params) {
             Some(b) => backends.push(b),
             None => crate::ggml_abort!("failed to start a backend on {}", d.name_lossy()),
         }
     }
-    let name = format!("Meta({})", meta.simple.iter().map(|d| d.name_lossy()).collect::<Vec<_>>().join(","));
+    let name = format!("Meta({})", simple.iter().map(|d| d.name_lossy()).collect::<Vec<_>>().join(","));
     let comm = if n > 1 { comm_init(&mut backends) } else { None };
-    let ctx = Box::new(MetaBackend {
+    let meta = MetaBackend {
         name: CString::new(name).unwrap_or_default(),
         devices: backends
             .into_iter()
@@ -168,13 +136,8 @@ pub(super) fn init(dev: *mut Device, params: *const c_char) -> *mut Backend {
         aux_nodes: Vec::new(),
         aux_graphs: Vec::new(),
         comm,
-    });
-    Box::into_raw(Box::new(Backend {
-        guid: (&GUID as *const [u8; 16]).cast_mut(),
-        iface: IFACE,
-        device: dev,
-        context: Box::into_raw(ctx).cast(),
-    }))
+    };
+    new_backend(GUID.as_ptr(), device, Box::new(meta))
 }
 
 /// The registry of the first simple backend's device, if it has one.
@@ -207,38 +170,19 @@ fn comm_init(backends: &mut [BackendPtr]) -> Option<Comm> {
     Some(Comm { ctx, allreduce, free })
 }
 
-unsafe extern "C" fn backend_get_name(backend: *mut Backend) -> *const c_char {
-    meta_ctx(backend).name.as_ptr()
-}
-
-unsafe extern "C" fn backend_free(backend: *mut Backend) {
-    meta_ctx(backend);
-    // SAFETY: the backend and its context were boxed in `init` and are reclaimed once, here.
-    let (backend, ctx) = unsafe {
-        let backend = Box::from_raw(backend);
-        let ctx = Box::from_raw(backend.context.cast::<MetaBackend>());
-        (backend, ctx)
-    };
-    if let Some(comm) = &ctx.comm {
-        let Some(free) = comm.free else { crate::ggml_abort!("backend offers comm_init without comm_free") };
-        // SAFETY: the context came from the same registry's comm_init and is freed once.
-        unsafe { free(comm.ctx) };
-    }
-    for d in &ctx.devices {
-        for b in d.scratch.iter().flatten() {
-            b.free();
+impl Drop for MetaBackend {
+    fn drop(&mut self) {
+        if let Some(comm) = &self.comm {
+            let Some(free) = comm.free else { crate::ggml_abort!("backend offers comm_init without comm_free") };
+            // SAFETY: the context came from the same registry's comm_init and is freed once.
+            unsafe { free(comm.ctx) };
         }
-        d.backend.free();
-    }
-    drop(backend);
-}
-
-#[track_caller]
-fn live_tensor(tensor: *const Tensor) -> TensorPtr {
-    // SAFETY: the dispatcher passes live tensors.
-    match unsafe { TensorPtr::from_raw(tensor.cast_mut()) } {
-        Some(t) => t,
-        None => crate::ggml_abort!("NULL tensor"),
+        for d in &self.devices {
+            for b in d.scratch.iter().flatten() {
+                b.free();
+            }
+            d.backend.free();
+        }
     }
 }
 
@@ -259,108 +203,94 @@ fn slice_of(tensor: &Tensor, j: usize) -> TensorPtr {
     }
 }
 
-unsafe extern "C" fn backend_set_tensor_async(
-    backend: *mut Backend,
-    tensor: *mut Tensor,
-    data: *const c_void,
-    offset: usize,
-    size: usize,
-) {
-    let ctx = meta_ctx(backend);
-    let tensor = live_tensor(tensor);
-    let state = async_state(tensor, offset);
-    // SAFETY: the dispatcher passes `size` readable bytes, valid until synchronization.
-    let data: &[u8] = if size == 0 { &[] } else { unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) } };
-    match state.axis {
-        SplitAxis::AXIS_0 | SplitAxis::AXIS_1 | SplitAxis::AXIS_2 => {
-            let dim = state.axis.0 as usize;
-            let chunk = tensor.nb[dim + 1];
-            crate::ggml_assert!(size.is_multiple_of(chunk), "access not aligned to the split");
-            let mut within = 0;
-            for (j, d) in ctx.devices.iter().enumerate() {
-                let slice = slice_of(&tensor, j);
-                let chunk_j = slice.nb[dim + 1];
-                if chunk_j == 0 {
-                    continue;
+impl traits::Backend for MetaBackend {
+    fn get_name(&self) -> &CStr {
+        &self.name
+    }
+
+    fn set_tensor_async(&mut self, tensor: TensorPtr, data: &[u8], offset: usize) -> bool {
+        let state = async_state(tensor, offset);
+        let size = data.len();
+        match state.axis {
+            SplitAxis::AXIS_0 | SplitAxis::AXIS_1 | SplitAxis::AXIS_2 => {
+                let dim = state.axis.0 as usize;
+                let chunk = tensor.nb[dim + 1];
+                crate::ggml_assert!(size.is_multiple_of(chunk), "access not aligned to the split");
+                let mut within = 0;
+                for (j, d) in self.devices.iter().enumerate() {
+                    let slice = slice_of(&tensor, j);
+                    let chunk_j = slice.nb[dim + 1];
+                    if chunk_j == 0 {
+                        continue;
+                    }
+                    let c = Copy2d {
+                        offset,
+                        size: chunk_j,
+                        n_copies: size / chunk,
+                        stride_tensor: chunk_j,
+                        stride_data: chunk,
+                    };
+                    d.backend.tensor_set_2d_async(slice, &data[within..], c);
+                    within += chunk_j;
                 }
-                let c = Copy2d {
-                    offset,
-                    size: chunk_j,
-                    n_copies: size / chunk,
-                    stride_tensor: chunk_j,
-                    stride_data: chunk,
-                };
-                d.backend.tensor_set_2d_async(slice, &data[within..], c);
-                within += chunk_j;
+                crate::ggml_assert!(within == chunk, "slices do not add up to the tensor");
             }
-            crate::ggml_assert!(within == chunk, "slices do not add up to the tensor");
-        }
-        SplitAxis::MIRRORED => {
-            for (j, d) in ctx.devices.iter().enumerate() {
-                d.backend.tensor_set_async(slice_of(&tensor, j), data, offset);
-            }
-        }
-        a => crate::ggml_abort!("cannot write meta tensor {} with split axis {}", tensor.name(), a.label()),
-    }
-}
-
-unsafe extern "C" fn backend_get_tensor_async(
-    backend: *mut Backend,
-    tensor: *const Tensor,
-    data: *mut c_void,
-    offset: usize,
-    size: usize,
-) {
-    let ctx = meta_ctx(backend);
-    let tensor = live_tensor(tensor);
-    let state = async_state(tensor, offset);
-    // SAFETY: the dispatcher passes `size` writable bytes, valid until synchronization.
-    let data: &mut [u8] =
-        if size == 0 { &mut [] } else { unsafe { std::slice::from_raw_parts_mut(data.cast::<u8>(), size) } };
-    match state.axis {
-        SplitAxis::AXIS_0 | SplitAxis::AXIS_1 | SplitAxis::AXIS_2 => {
-            let dim = state.axis.0 as usize;
-            let chunk = tensor.nb[dim + 1];
-            crate::ggml_assert!(size.is_multiple_of(chunk), "access not aligned to the split");
-            let mut within = 0;
-            for (j, d) in ctx.devices.iter().enumerate() {
-                let slice = slice_of(&tensor, j);
-                let chunk_j = slice.nb[dim + 1];
-                if chunk_j == 0 {
-                    continue;
+            SplitAxis::MIRRORED => {
+                for (j, d) in self.devices.iter().enumerate() {
+                    d.backend.tensor_set_async(slice_of(&tensor, j), data, offset);
                 }
-                let c = Copy2d {
-                    offset,
-                    size: chunk_j,
-                    n_copies: size / chunk,
-                    stride_tensor: chunk_j,
-                    stride_data: chunk,
-                };
-                d.backend.tensor_get_2d_async(slice, &mut data[within..], c);
-                within += chunk_j;
             }
-            crate::ggml_assert!(within == chunk, "slices do not add up to the tensor");
+            a => crate::ggml_abort!("cannot write meta tensor {} with split axis {}", tensor.name(), a.label()),
         }
-        SplitAxis::MIRRORED => ctx.devices[0].backend.tensor_get_async(slice_of(&tensor, 0), data, offset),
-        a => crate::ggml_abort!("cannot read meta tensor {} with split axis {}", tensor.name(), a.label()),
+        true
     }
-}
 
-unsafe extern "C" fn backend_synchronize(backend: *mut Backend) {
-    for d in &meta_ctx(backend).devices {
-        d.backend.synchronize();
+    fn get_tensor_async(&mut self, tensor: TensorPtr, data: &mut [u8], offset: usize) -> bool {
+        let state = async_state(tensor, offset);
+        let size = data.len();
+        match state.axis {
+            SplitAxis::AXIS_0 | SplitAxis::AXIS_1 | SplitAxis::AXIS_2 => {
+                let dim = state.axis.0 as usize;
+                let chunk = tensor.nb[dim + 1];
+                crate::ggml_assert!(size.is_multiple_of(chunk), "access not aligned to the split");
+                let mut within = 0;
+                for (j, d) in self.devices.iter().enumerate() {
+                    let slice = slice_of(&tensor, j);
+                    let chunk_j = slice.nb[dim + 1];
+                    if chunk_j == 0 {
+                        continue;
+                    }
+                    let c = Copy2d {
+                        offset,
+                        size: chunk_j,
+                        n_copies: size / chunk,
+                        stride_tensor: chunk_j,
+                        stride_data: chunk,
+                    };
+                    d.backend.tensor_get_2d_async(slice, &mut data[within..], c);
+                    within += chunk_j;
+                }
+                crate::ggml_assert!(within == chunk, "slices do not add up to the tensor");
+            }
+            SplitAxis::MIRRORED => self.devices[0].backend.tensor_get_async(slice_of(&tensor, 0), data, offset),
+            a => crate::ggml_abort!("cannot read meta tensor {} with split axis {}", tensor.name(), a.label()),
+        }
+        true
     }
-}
 
-unsafe extern "C" fn backend_graph_compute(backend: *mut Backend, graph: *mut Graph) -> Status {
-    let ctx = meta_ctx(backend);
-    // SAFETY: the dispatcher passes a live graph.
-    let graph = unsafe { &*graph };
-    crate::ggml_assert!(!graph.has_grads(), "meta backends compute graphs without gradients");
-    if graph.uid == 0 || graph.uid != ctx.uid {
-        ctx.rebuild(graph);
+    fn synchronize(&mut self) {
+        for d in &self.devices {
+            d.backend.synchronize();
+        }
     }
-    ctx.run()
+
+    fn graph_compute(&mut self, graph: &mut Graph) -> Status {
+        crate::ggml_assert!(!graph.has_grads(), "meta backends compute graphs without gradients");
+        if graph.uid == 0 || graph.uid != self.uid {
+            self.rebuild(graph);
+        }
+        self.run()
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -556,15 +486,16 @@ impl MetaBackend {
         }
 
         // Graph tensors initialised from now on get fresh slices; this graph's stay valid.
-        let mut used: Vec<*mut Buffer> = Vec::new();
+        let mut used: Vec<BufferPtr> = Vec::new();
         for t in g.leafs().chain(g.nodes()) {
-            let b: *mut Buffer = t.buffer.cast();
-            if is_meta_buffer(b) && !used.contains(&b) {
+            // SAFETY: a graph tensor's buffer is null or live.
+            let Some(b) = (unsafe { BufferPtr::from_raw(t.buffer.cast()) }) else { continue };
+            if !used.contains(&b) {
                 used.push(b);
             }
         }
-        for &b in &used {
-            meta_buf(b).rotate_compute_set();
+        for meta in used.into_iter().filter_map(meta_buffer) {
+            meta.rotate_compute_set();
         }
 
         for (j, d) in self.devices.iter_mut().enumerate() {

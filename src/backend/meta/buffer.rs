@@ -12,14 +12,16 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::ffi::c_void;
+use std::ffi::{CStr, CString, c_void};
+use std::ptr::NonNull;
 
-use super::device::meta_buft;
-use super::split::{self, SplitCache};
-use super::{SplitAxis, SplitState};
-use crate::backend::buffer::{self as bufops, BufferPtr, BufferTypePtr, Copy2d};
-use crate::backend::interface::{Buffer, BufferInterface, BufferType, BufferUsage};
+use super::split::{self, Lookup, SplitCache};
+use super::{SplitAxis, SplitRule, SplitState};
+use crate::backend::adapter::new_buffer;
+use crate::backend::buffer::{self as bufops, BufferPtr, BufferTypePtr};
+use crate::backend::interface::BufferUsage;
 use crate::backend::tallocr;
+use crate::backend::traits::{Buffer, Copy2d};
 use crate::core::context::{Context, InitParams};
 use crate::core::op::Op;
 use crate::core::status::Status;
@@ -104,19 +106,30 @@ impl SliceSet {
     }
 }
 
-/// What a meta buffer's `context` points to.
+/// A meta buffer: its simple buffers and the slices of its tensors.
 pub struct MetaBuffer {
     statics: SliceSet,
     compute: [SliceSet; 2],
     compute_index: Cell<usize>,
     compute_index_next: Cell<usize>,
     parts: RefCell<Vec<Option<BufferPtr>>>,
-    pub(super) split_cache: SplitCache,
-    pub(super) debug: i32,
+    rule: SplitRule,
+    /// The meta device's name, for the rule's messages.
+    device_name: CString,
+    split_cache: SplitCache,
+    debug: i32,
+}
+
+impl Drop for MetaBuffer {
+    fn drop(&mut self) {
+        for part in self.parts.borrow().iter().flatten() {
+            part.free();
+        }
+    }
 }
 
 impl MetaBuffer {
-    fn new(statics: SliceSet, parts: Vec<Option<BufferPtr>>) -> MetaBuffer {
+    fn new(statics: SliceSet, parts: Vec<Option<BufferPtr>>, rule: SplitRule, device_name: &CStr) -> MetaBuffer {
         let debug = std::env::var("GGML_META_DEBUG").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0);
         MetaBuffer {
             statics,
@@ -124,6 +137,8 @@ impl MetaBuffer {
             compute_index: Cell::new(0),
             compute_index_next: Cell::new(0),
             parts: RefCell::new(parts),
+            rule,
+            device_name: device_name.to_owned(),
             split_cache: SplitCache::default(),
             debug,
         }
@@ -155,35 +170,43 @@ impl MetaBuffer {
     }
 }
 
-/// The context of a meta buffer (aborts for any other buffer).
-#[track_caller]
-pub(super) fn meta_buf<'a>(buffer: *mut Buffer) -> &'a MetaBuffer {
-    crate::ggml_assert!(is_meta_buffer(buffer), "not a meta buffer");
-    // SAFETY: meta buffers carry a boxed MetaBuffer as their context until freed; it is only
-    // ever accessed through shared references (its mutable state sits in cells).
-    unsafe { &*(*buffer).context.cast::<MetaBuffer>() }
+/// The meta buffer behind `buffer`, if it is one.
+pub fn meta_buffer<'a>(buffer: BufferPtr) -> Option<&'a MetaBuffer> {
+    buffer.downcast::<MetaBuffer>()
 }
 
 /// The meta buffer a tensor lives in (aborts if it is anywhere else).
 #[track_caller]
-pub(super) fn meta_buf_of<'a>(tensor: &Tensor) -> &'a MetaBuffer {
-    meta_buf(tensor.buffer.cast())
-}
-
-/// Whether `buffer` is a meta buffer.
-pub(super) fn is_meta_buffer(buffer: *mut Buffer) -> bool {
-    // SAFETY: a non-null buffer pointer handed to ggml points to a live buffer.
-    !buffer.is_null() && unsafe { (*buffer).iface.free_buffer }.is_some_and(|f| std::ptr::fn_addr_eq(f, FREE_BUFFER))
+fn meta_buf_of<'a>(tensor: &Tensor) -> &'a MetaBuffer {
+    // SAFETY: a tensor's buffer is null or a live buffer.
+    match unsafe { BufferPtr::from_raw(tensor.buffer.cast()) }.and_then(meta_buffer) {
+        Some(b) => b,
+        None => crate::ggml_abort!("tensor {} is not in a meta buffer", tensor.name()),
+    }
 }
 
 /// `ggml_backend_buffer_is_meta`.
 pub fn buffer_is_meta(buffer: BufferPtr) -> bool {
-    is_meta_buffer(buffer.as_ptr())
+    meta_buffer(buffer).is_some()
 }
 
 /// Whether the tensor lives in a meta buffer.
 pub fn tensor_is_meta(tensor: &Tensor) -> bool {
-    is_meta_buffer(tensor.buffer.cast())
+    // SAFETY: a tensor's buffer is null or a live buffer.
+    unsafe { BufferPtr::from_raw(tensor.buffer.cast()) }.is_some_and(buffer_is_meta)
+}
+
+/// The split state of a tensor in a meta buffer (see [`split::split_state`]).
+pub fn split_state(tensor: TensorPtr, assume_sync: bool) -> SplitState {
+    let buf = meta_buf_of(&tensor);
+    let lookup = Lookup {
+        cache: &buf.split_cache,
+        n: buf.n_parts(),
+        debug: buf.debug > 0,
+        user: &|t| buf.rule.state(t, &buf.device_name),
+        source: &|s| split_state(s, true),
+    };
+    split::split_state(tensor, assume_sync, &lookup)
 }
 
 /// Device `j`'s slice of a meta tensor, if the tensor has been initialised in its buffer.
@@ -202,10 +225,11 @@ fn simple_tensor_set(tensor: &Tensor, j: usize) -> TensorPtr {
 }
 
 /// `ggml_backend_meta_buffer_set_usage`: passes the usage on to every simple buffer.
+#[track_caller]
 pub fn buffer_set_usage(buffer: BufferPtr, usage: BufferUsage) {
-    let meta = meta_buf(buffer.as_ptr());
-    for part in meta.parts.borrow().iter().flatten() {
-        part.set_usage(usage);
+    match meta_buffer(buffer) {
+        Some(meta) => meta.set_usage(usage),
+        None => crate::ggml_abort!("GGML_ASSERT(ggml_backend_buffer_is_meta(buffer)) failed"),
     }
 }
 
@@ -220,7 +244,7 @@ fn scale(x: usize, num: i64, den: i64) -> usize {
 /// Makes the slices of `tensor` (already placed in its meta buffer) in `set`.
 fn init_slices(set: &SliceSet, buf: &MetaBuffer, tensor: TensorPtr) -> Status {
     let n = buf.n_parts();
-    let state = split::split_state(tensor, true);
+    let state = split_state(tensor, true);
     crate::ggml_assert!(
         tensor.nelements() == 0 || state.axis != SplitAxis::UNKNOWN,
         "no split state for meta tensor {}",
@@ -261,7 +285,7 @@ fn init_slices(set: &SliceSet, buf: &MetaBuffer, tensor: TensorPtr) -> Status {
             s.view_src = simple_tensor_set(&vs, j).as_ptr();
             if let Some(d) = split_dim.filter(|_| tensor.view_offs > 0) {
                 crate::ggml_assert!(tensor.ne[d] != 0, "view {} is empty along its split axis", tensor.name());
-                let Some(src_dim) = split::split_state(vs, true).split_dim() else {
+                let Some(src_dim) = split_state(vs, true).split_dim() else {
                     crate::ggml_abort!("view {} is split but its source {} is not", tensor.name(), vs.name())
                 };
                 // An offset within one slice's extent along the split stays as it is; one that
@@ -329,7 +353,7 @@ fn init_slices(set: &SliceSet, buf: &MetaBuffer, tensor: TensorPtr) -> Status {
     // A device whose part of some source is empty has nothing to compute.
     for i in 0..MAX_SRC {
         let Some(src) = tensor.src(i).filter(|s| tensor_is_meta(s)) else { continue };
-        let src_state = split::split_state(src, true);
+        let src_state = split_state(src, true);
         if src_state.split_dim().is_none() {
             continue;
         }
@@ -444,7 +468,7 @@ fn for_each_piece(tensor: &Tensor, state: &SplitState, dim: usize, mut f: impl F
 
 fn set_tensor(tensor: TensorPtr, data: &[u8], offset: usize) {
     let n = meta_buf_of(&tensor).n_parts();
-    let state = split::split_state(tensor, false);
+    let state = split_state(tensor, false);
     let size = data.len();
     match layout(&tensor, &state, offset, size) {
         Layout::Segmented { dim, row_start, row_count } => {
@@ -513,7 +537,7 @@ fn set_tensor(tensor: TensorPtr, data: &[u8], offset: usize) {
 
 fn get_tensor(tensor: TensorPtr, data: &mut [u8], offset: usize) {
     let n = meta_buf_of(&tensor).n_parts();
-    let state = split::split_state(tensor, false);
+    let state = split_state(tensor, false);
     let size = data.len();
     match layout(&tensor, &state, offset, size) {
         Layout::Segmented { dim, row_start, row_count } => {
@@ -559,7 +583,7 @@ fn get_tensor(tensor: TensorPtr, data: &mut [u8], offset: usize) {
 
 fn memset_tensor(tensor: TensorPtr, value: u8, offset: usize, size: usize) {
     let n = meta_buf_of(&tensor).n_parts();
-    let state = split::split_state(tensor, false);
+    let state = split_state(tensor, false);
     match layout(&tensor, &state, offset, size) {
         Layout::Segmented { dim, row_start, row_count } => {
             for_each_piece(&tensor, &state, dim, |slice, slice_offset, _, nbytes| {
@@ -595,112 +619,70 @@ fn memset_tensor(tensor: TensorPtr, value: u8, offset: usize, size: usize) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The buffer table
+// The buffer
 
-const FREE_BUFFER: unsafe extern "C" fn(*mut Buffer) = buffer_free;
-
-const IFACE: BufferInterface = BufferInterface {
-    free_buffer: Some(FREE_BUFFER),
-    get_base: Some(buffer_get_base),
-    init_tensor: Some(buffer_init_tensor),
-    memset_tensor: Some(buffer_memset_tensor),
-    set_tensor: Some(buffer_set_tensor),
-    get_tensor: Some(buffer_get_tensor),
-    set_tensor_2d: None,
-    get_tensor_2d: None,
-    cpy_tensor: None,
-    clear: Some(buffer_clear),
-    reset: Some(buffer_reset),
-};
-
-#[track_caller]
-fn live_tensor(tensor: *const Tensor) -> TensorPtr {
-    // SAFETY: the dispatcher passes live tensors.
-    match unsafe { TensorPtr::from_raw(tensor.cast_mut()) } {
-        Some(t) => t,
-        None => crate::ggml_abort!("NULL tensor"),
+/// The base address a meta buffer reports, as a pointer.
+fn meta_base() -> NonNull<c_void> {
+    match NonNull::new(META_BASE as *mut c_void) {
+        Some(p) => p,
+        None => unreachable!("META_BASE is not 0"),
     }
 }
 
-unsafe extern "C" fn buffer_free(buffer: *mut Buffer) {
-    meta_buf(buffer);
-    // SAFETY: the context is the box leaked when the buffer was made, reclaimed once, here.
-    let meta = unsafe { Box::from_raw((*buffer).context.cast::<MetaBuffer>()) };
-    for part in meta.parts.borrow().iter().flatten() {
-        part.free();
+impl Buffer for MetaBuffer {
+    fn get_base(&self) -> Option<NonNull<c_void>> {
+        Some(meta_base())
+    }
+
+    fn init_tensor(&self, tensor: TensorPtr) -> Status {
+        self.compute_index.set(self.compute_index_next.get());
+        init_slices(self.set_of(tensor.as_ptr()), self, tensor)
+    }
+
+    fn memset_tensor(&self, tensor: TensorPtr, value: u8, offset: usize, size: usize) {
+        memset_tensor(tensor, value, offset, size);
+    }
+
+    fn set_tensor(&self, tensor: TensorPtr, data: &[u8], offset: usize) {
+        set_tensor(tensor, data, offset);
+    }
+
+    fn get_tensor(&self, tensor: TensorPtr, data: &mut [u8], offset: usize) {
+        get_tensor(tensor, data, offset);
+    }
+
+    fn clear(&self, value: u8) {
+        for part in self.parts.borrow().iter().flatten() {
+            part.clear(value);
+        }
+    }
+
+    fn reset(&self) {
+        for part in self.parts.borrow().iter().flatten() {
+            part.reset();
+        }
+    }
+
+    fn set_usage(&self, usage: BufferUsage) {
+        for part in self.parts.borrow().iter().flatten() {
+            part.set_usage(usage);
+        }
+    }
+
+    fn is_meta(&self) -> bool {
+        true
     }
 }
 
-unsafe extern "C" fn buffer_get_base(_buffer: *mut Buffer) -> *mut c_void {
-    META_BASE as *mut c_void
-}
-
-unsafe extern "C" fn buffer_init_tensor(buffer: *mut Buffer, tensor: *mut Tensor) -> Status {
-    let meta = meta_buf(buffer);
-    meta.compute_index.set(meta.compute_index_next.get());
-    let tensor = live_tensor(tensor);
-    init_slices(meta.set_of(tensor.as_ptr()), meta, tensor)
-}
-
-unsafe extern "C" fn buffer_memset_tensor(
-    buffer: *mut Buffer,
-    tensor: *mut Tensor,
-    value: u8,
-    offset: usize,
+/// The meta buffer type's `alloc_buffer`: one simple buffer of `size` bytes of each of
+/// `simple` (the meta buffer reports the largest).
+pub(super) fn alloc_buffer(
+    buft: BufferTypePtr,
+    simple: &[BufferTypePtr],
+    rule: SplitRule,
+    device_name: &CStr,
     size: usize,
-) {
-    meta_buf(buffer);
-    memset_tensor(live_tensor(tensor), value, offset, size);
-}
-
-unsafe extern "C" fn buffer_set_tensor(
-    buffer: *mut Buffer,
-    tensor: *mut Tensor,
-    data: *const c_void,
-    offset: usize,
-    size: usize,
-) {
-    meta_buf(buffer);
-    if size == 0 {
-        return;
-    }
-    // SAFETY: the dispatcher passes `size` readable bytes at `data`.
-    let data = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
-    set_tensor(live_tensor(tensor), data, offset);
-}
-
-unsafe extern "C" fn buffer_get_tensor(
-    buffer: *mut Buffer,
-    tensor: *const Tensor,
-    data: *mut c_void,
-    offset: usize,
-    size: usize,
-) {
-    meta_buf(buffer);
-    if size == 0 {
-        return;
-    }
-    // SAFETY: the dispatcher passes `size` writable bytes at `data`.
-    let data = unsafe { std::slice::from_raw_parts_mut(data.cast::<u8>(), size) };
-    get_tensor(live_tensor(tensor), data, offset);
-}
-
-unsafe extern "C" fn buffer_clear(buffer: *mut Buffer, value: u8) {
-    for part in meta_buf(buffer).parts.borrow().iter().flatten() {
-        part.clear(value);
-    }
-}
-
-unsafe extern "C" fn buffer_reset(buffer: *mut Buffer) {
-    for part in meta_buf(buffer).parts.borrow().iter().flatten() {
-        part.reset();
-    }
-}
-
-/// The meta buffer type's `alloc_buffer`: one simple buffer of `size` bytes per device (the
-/// meta buffer reports the largest).
-pub(super) fn alloc_buffer(buft: *mut BufferType, size: usize) -> Option<BufferPtr> {
-    let simple = &meta_buft(buft).simple;
+) -> BufferPtr {
     let mut parts = Vec::with_capacity(simple.len());
     for b in simple {
         let Some(part) = b.alloc_buffer(size) else {
@@ -709,20 +691,24 @@ pub(super) fn alloc_buffer(buft: *mut BufferType, size: usize) -> Option<BufferP
         parts.push(part);
     }
     let max_size = parts.iter().map(|p| p.size()).max().unwrap_or(0);
-    let meta = Box::new(MetaBuffer::new(SliceSet::on_heap(), parts.into_iter().map(Some).collect()));
-    Some(BufferPtr::new(buft, IFACE, Box::into_raw(meta).cast(), max_size))
+    let meta = MetaBuffer::new(SliceSet::on_heap(), parts.into_iter().map(Some).collect(), rule, device_name);
+    new_buffer(buft, max_size, Box::new(meta))
 }
 
 /// `ggml_backend_meta_alloc_ctx_tensors_from_buft`: places every tensor of `ctx` in a new
-/// meta buffer, its slices allocated per device by the context allocator of the simple buffer
-/// types.
-pub fn alloc_ctx_tensors(ctx: &Context, buft: BufferTypePtr) -> BufferPtr {
-    let simple = meta_buft(buft.as_ptr()).simple.clone();
+/// meta buffer of type `buft`, its slices allocated per device by the context allocator of the
+/// simple buffer types.
+pub(super) fn alloc_ctx_tensors(
+    ctx: &Context,
+    buft: BufferTypePtr,
+    simple: &[BufferTypePtr],
+    rule: SplitRule,
+    device_name: &CStr,
+) -> BufferPtr {
     let n = simple.len();
     let statics = SliceSet::in_contexts(n, ctx.mem_size());
-    let meta_ptr = Box::into_raw(Box::new(MetaBuffer::new(statics, vec![None; n])));
-    let buffer = BufferPtr::new(buft.as_ptr(), IFACE, meta_ptr.cast(), 0);
-    let meta = meta_buf(buffer.as_ptr());
+    let buffer = new_buffer(buft, 0, Box::new(MetaBuffer::new(statics, vec![None; n], rule, device_name)));
+    let Some(meta) = meta_buffer(buffer) else { unreachable!("the buffer was just made a meta buffer") };
 
     for t in ctx.tensors() {
         t.get_mut().buffer = buffer.as_ptr().cast();

@@ -8,36 +8,64 @@
 //! results derive theirs from their sources (`split`). A meta backend runs a graph as one
 //! subgraph per simple backend and all-reduces partial results between them.
 //!
-//! - `split`: the split-state struct and how ops propagate it,
-//! - `device`: the device and buffer-type tables,
-//! - `buffer`: the buffer table, the per-device slices and tensor data access,
-//! - `backend`: the backend table and graph execution.
+//! - `split`: how ops propagate split states (the structs are in `backend::interface`),
+//! - `buffer`: the meta buffer, the per-device slices and tensor data access,
+//! - `buffer_type`: the meta buffer type,
+//! - `backend`: the meta backend and graph execution,
+//! - `device`: the meta device.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{CStr, c_int, c_void};
 
-use crate::core::tensor::{MAX_DIMS, Tensor};
+pub use crate::backend::interface::{GetSplitStateFn, MAX_DEVICES, MAX_SEGMENTS, SplitAxis, SplitState};
+use crate::core::tensor::{MAX_DIMS, TensorPtr};
 
 pub mod backend;
 pub mod buffer;
+pub mod buffer_type;
 pub mod device;
 pub mod split;
 #[cfg(test)]
 mod tests;
 
 pub use backend::{backend_is_meta, meta_n_backends, meta_simple_backend};
-pub use buffer::{alloc_ctx_tensors, buffer_is_meta, buffer_set_usage};
-pub use device::{buft_is_meta, device_is_meta, meta_device};
+pub use buffer::{buffer_is_meta, buffer_set_usage};
+pub use buffer_type::{alloc_ctx_tensors, buft_is_meta};
+pub use device::{device_is_meta, meta_device};
 
-/// `GGML_BACKEND_META_MAX_DEVICES`.
-pub const MAX_DEVICES: usize = 16;
+/// The user's rule for the split states of statically allocated tensors: the callback and the
+/// user data `ggml_backend_meta_device` was given with it.
+#[derive(Clone, Copy, Debug)]
+pub struct SplitRule {
+    get_split_state: Option<GetSplitStateFn>,
+    user_data: *mut c_void,
+}
 
-/// Most segments a split state can describe (the length of its `nr` table).
-pub const MAX_SEGMENTS: usize = 16;
+// SAFETY: the user hands the callback and its data to a device, which any thread may use
+// (ggml's contract); calling it from several threads is the user's to allow, as in ggml.
+unsafe impl Send for SplitRule {}
+// SAFETY: as above.
+unsafe impl Sync for SplitRule {}
 
-/// `enum ggml_backend_meta_split_axis`.
-#[repr(transparent)]
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct SplitAxis(pub c_int);
+impl SplitRule {
+    pub fn new(get_split_state: Option<GetSplitStateFn>, user_data: *mut c_void) -> SplitRule {
+        SplitRule { get_split_state, user_data }
+    }
+
+    /// The user's split state for `tensor`, statically allocated on `device`.
+    pub fn state(&self, tensor: TensorPtr, device: &CStr) -> SplitState {
+        let Some(f) = self.get_split_state else {
+            crate::ggml_abort!("meta device {} has no split-state callback", device.to_string_lossy())
+        };
+        // SAFETY: the callback and its user data were handed over together by the user, who
+        // keeps them valid for the device's lifetime; the tensor is live.
+        unsafe { f(tensor.as_ptr(), self.user_data) }
+    }
+
+    /// What tells rules apart (the callback's address and the user data), as a key.
+    pub fn key(&self) -> (usize, usize) {
+        (self.get_split_state.map_or(0, |f| f as usize), self.user_data as usize)
+    }
+}
 
 impl SplitAxis {
     pub const AXIS_0: SplitAxis = SplitAxis(0);
@@ -87,28 +115,6 @@ impl SplitAxis {
         }
     }
 }
-
-/// `struct ggml_backend_meta_split_state` (2128 bytes).
-///
-/// For a split along a dimension, the tensor's extent there is cut into `n_segments` segments
-/// and each segment into one piece per device; segment `s` repeats `nr[s]` times. `ne` holds
-/// the piece sizes segment-major: `ne[s * n_devices + j]` is device `j`'s piece of segment `s`.
-/// Most tensors have one segment that does not repeat.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct SplitState {
-    pub axis: SplitAxis,
-    pub ne: [i64; MAX_SEGMENTS * MAX_DEVICES],
-    pub nr: [u32; MAX_SEGMENTS],
-    pub n_segments: u32,
-}
-
-const _: () = {
-    assert!(std::mem::size_of::<SplitState>() == 2128);
-    assert!(std::mem::offset_of!(SplitState, ne) == 8);
-    assert!(std::mem::offset_of!(SplitState, nr) == 2056);
-    assert!(std::mem::offset_of!(SplitState, n_segments) == 2120);
-};
 
 impl SplitState {
     /// One non-repeating segment of empty pieces along `axis` (the sizes are filled in later,
@@ -164,6 +170,3 @@ impl SplitState {
         self.n_segments == 1 && self.nr[0] == 1
     }
 }
-
-/// `ggml_backend_meta_get_split_state_t`: the user's rule for statically allocated tensors.
-pub type GetSplitStateFn = unsafe extern "C" fn(tensor: *const Tensor, user_data: *mut c_void) -> SplitState;

@@ -10,8 +10,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 
-use super::buffer::meta_buf_of;
-use super::device::meta_dev;
 use super::{MAX_SEGMENTS, SplitAxis, SplitState};
 use crate::backend::interface::{Buffer, BufferUsage};
 use crate::core::op::Op;
@@ -60,17 +58,28 @@ impl Snapshot {
 /// derived for.
 pub type SplitCache = RefCell<HashMap<(usize, bool), (SplitState, Snapshot)>>;
 
+/// What a tensor's split state is found from: its meta buffer's cache, device count, log
+/// setting and user rule, and the states of its sources (in whichever meta buffers they are).
+pub struct Lookup<'a> {
+    pub cache: &'a SplitCache,
+    pub n: usize,
+    pub debug: bool,
+    /// The user's state for a statically allocated tensor.
+    pub user: &'a dyn Fn(TensorPtr) -> SplitState,
+    /// A source's state, partial sums taken as reduced.
+    pub source: &'a dyn Fn(TensorPtr) -> SplitState,
+}
+
 /// The split state of a tensor in a meta buffer.
 ///
 /// `assume_sync` says whether partial sums may be taken as already reduced: sources are
 /// always looked at that way (the meta backend reduces before a partial result is used),
 /// while reads and writes of the tensor itself see it as it is.
-pub fn split_state(tensor: TensorPtr, assume_sync: bool) -> SplitState {
-    let buf = meta_buf_of(&tensor);
+pub fn split_state(tensor: TensorPtr, assume_sync: bool, l: &Lookup) -> SplitState {
     let key = (tensor.as_ptr() as usize, assume_sync);
     let snapshot = Snapshot::of(&tensor);
     {
-        let mut cache = buf.split_cache.borrow_mut();
+        let mut cache = l.cache.borrow_mut();
         match cache.get(&key) {
             Some((state, seen)) if *seen == snapshot => return *state,
             Some(_) => cache.clear(),
@@ -78,13 +87,13 @@ pub fn split_state(tensor: TensorPtr, assume_sync: bool) -> SplitState {
         }
     }
 
-    let n = buf.n_parts();
-    let state = derive(tensor, assume_sync, n);
+    let n = l.n;
+    let state = derive(tensor, assume_sync, l);
     crate::ggml_assert!(state.axis != SplitAxis::NONE, "no split state derived for {}", tensor.name());
-    if buf.debug > 0 {
-        log_state(tensor, &state, n);
+    if l.debug {
+        log_state(tensor, &state, l);
     }
-    buf.split_cache.borrow_mut().insert(key, (state, snapshot));
+    l.cache.borrow_mut().insert(key, (state, snapshot));
     debug_assert!(state.split_dim().is_none_or(|d| state.total_extent(n) == tensor.ne[d]));
     state
 }
@@ -93,11 +102,12 @@ fn shares(state: &SplitState, n: usize) -> String {
     (0..n).map(|j| format!("{}x{}", state.ne[j], state.nr[0])).collect::<Vec<_>>().join(", ")
 }
 
-fn log_state(tensor: TensorPtr, state: &SplitState, n: usize) {
+fn log_state(tensor: TensorPtr, state: &SplitState, l: &Lookup) {
+    let n = l.n;
     let srcs: Vec<String> = (0..MAX_SRC)
         .filter_map(|i| tensor.src(i).filter(|s| *s != tensor))
         .map(|s| {
-            let ss = split_state(s, true);
+            let ss = (l.source)(s);
             format!("{}[{}, {}, {{{}}}]", s.name(), s.op.name(), ss.axis.label(), shares(&ss, n))
         })
         .collect();
@@ -116,11 +126,9 @@ fn simple(axis: SplitAxis) -> SplitState {
 }
 
 /// The state the user's callback gives a statically allocated tensor, checked for sense.
-fn user_state(tensor: TensorPtr, n: usize) -> SplitState {
-    let buffer: *mut Buffer = tensor.buffer.cast();
-    // SAFETY: a meta tensor's buffer is a live meta buffer, whose type is a meta buffer type.
-    let dev = unsafe { (*(*buffer).buft).device };
-    let state = meta_dev(dev).user_split_state(tensor);
+fn user_state(tensor: TensorPtr, l: &Lookup) -> SplitState {
+    let n = l.n;
+    let state = (l.user)(tensor);
     crate::ggml_assert!(
         state.n_segments as usize <= MAX_SEGMENTS,
         "split state of {} has too many segments",
@@ -150,7 +158,8 @@ fn user_state(tensor: TensorPtr, n: usize) -> SplitState {
 }
 
 /// Derives a tensor's state (uncached).
-fn derive(tensor: TensorPtr, assume_sync: bool, n: usize) -> SplitState {
+fn derive(tensor: TensorPtr, assume_sync: bool, l: &Lookup) -> SplitState {
+    let n = l.n;
     if tensor.nelements() == 0 {
         return simple(SplitAxis::UNKNOWN);
     }
@@ -158,13 +167,13 @@ fn derive(tensor: TensorPtr, assume_sync: bool, n: usize) -> SplitState {
     // SAFETY: a meta tensor's buffer is a live buffer.
     let usage = unsafe { (*buffer).usage };
     if usage != BufferUsage::COMPUTE && tensor.view_src.is_null() {
-        return user_state(tensor, n);
+        return user_state(tensor, l);
     }
 
     let mut src_ss = [simple(SplitAxis::UNKNOWN); MAX_SRC];
     for (i, ss) in src_ss.iter_mut().enumerate() {
         let Some(src) = tensor.src(i).filter(|s| *s != tensor) else { continue };
-        *ss = split_state(src, true);
+        *ss = (l.source)(src);
         crate::ggml_assert!(
             ss.axis != SplitAxis::UNKNOWN,
             "source {} of {} has no split state",

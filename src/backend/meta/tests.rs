@@ -4,7 +4,7 @@
 use std::ffi::{CStr, c_void};
 
 use super::buffer::{self, META_BASE, simple_tensor};
-use super::{SplitAxis, SplitState, alloc_ctx_tensors, buft_is_meta, device_is_meta, meta_device, split};
+use super::{SplitAxis, SplitState, alloc_ctx_tensors, buft_is_meta, device_is_meta, meta_device};
 use crate::backend::backend::BackendPtr;
 use crate::backend::buffer::{
     self as bufops, BufferPtr, BufferTypePtr, tensor_alloc, tensor_get, tensor_memset, tensor_set,
@@ -59,12 +59,12 @@ fn test_devices(n: usize) -> Vec<DevicePtr> {
         .collect();
     let reg = new_reg("meta-test", &specs);
     // SAFETY: test registries are leaked.
-    (0..n).map(|i| unsafe { DevicePtr::from_raw(reg.dev_get(i)) }.expect("device")).collect()
+    (0..n).map(|i| reg.dev_get(i)).collect()
 }
 
 fn meta_over(devs: &[DevicePtr]) -> (DevicePtr, BufferTypePtr) {
     let dev = meta_device(devs, Some(split_by_name), std::ptr::null_mut());
-    (dev, dev.buffer_type_handle())
+    (dev, dev.buffer_type())
 }
 
 fn no_alloc_ctx() -> Box<Context> {
@@ -121,7 +121,7 @@ fn device_and_buffer_type_tables() {
     assert!(!props.caps.async_ && !props.caps.events);
     assert!(buft_is_meta(buft));
     assert_eq!(buft.name_lossy(), "Meta(CPU,CPU)");
-    assert_eq!(dev.buffer_type_handle(), buft, "one buffer type per device");
+    assert_eq!(dev.buffer_type(), buft, "one buffer type per device");
     assert!(buft.is_host());
     assert!(dev.supports_buft(buft));
     assert!(!devs[0].supports_buft(buft));
@@ -186,7 +186,7 @@ fn place(buf: BufferPtr, tensors: &[TensorPtr]) {
 
 fn init_meta_backend(dev: DevicePtr) -> BackendPtr {
     // SAFETY: the device returns a live backend.
-    unsafe { BackendPtr::from_raw(dev.init_backend(None)) }.expect("meta backend")
+    dev.init_backend(None).expect("meta backend")
 }
 
 /// Weight rows split, activation mirrored: each device computes its rows of the output.
@@ -211,14 +211,14 @@ fn split_states_of_matrix_products() {
     place(cbuf, &[y_rows, y_partial]);
     assert_eq!(bufops::view_init(y_t), Status::SUCCESS);
 
-    let s = split::split_state(y_rows, false);
+    let s = buffer::split_state(y_rows, false);
     assert_eq!(s.axis, SplitAxis::AXIS_0);
     assert_eq!((s.ne[0], s.ne[1]), (2, 4));
     assert_eq!((slice(y_rows, 0).ne, slice(y_rows, 1).ne), ([2, 1, 1, 1], [4, 1, 1, 1]));
-    assert_eq!(split::split_state(y_t, false).axis, SplitAxis::AXIS_1);
+    assert_eq!(buffer::split_state(y_t, false).axis, SplitAxis::AXIS_1);
     assert_eq!(slice(y_t, 1).ne, [1, 4, 1, 1]);
-    assert_eq!(split::split_state(y_partial, false).axis, SplitAxis::PARTIAL);
-    assert_eq!(split::split_state(y_partial, true).axis, SplitAxis::MIRRORED);
+    assert_eq!(buffer::split_state(y_partial, false).axis, SplitAxis::PARTIAL);
+    assert_eq!(buffer::split_state(y_partial, true).axis, SplitAxis::MIRRORED);
     assert_eq!(slice(y_partial, 0).ne, [6, 1, 1, 1]);
     cbuf.free();
     wbuf.free();
@@ -246,7 +246,7 @@ fn graph_of_split_tensors() {
     let cbuf = buft.alloc_buffer(4096).expect("compute buffer");
     cbuf.set_usage(BufferUsage::COMPUTE);
     place(cbuf, &[c, d]);
-    assert_eq!(split::split_state(d, false).axis, SplitAxis::AXIS_0);
+    assert_eq!(buffer::split_state(d, false).axis, SplitAxis::AXIS_0);
 
     let backend = init_meta_backend(dev);
     assert!(super::backend_is_meta(backend));
@@ -286,7 +286,7 @@ fn partial_sums_over(n: usize) {
     let cbuf = buft.alloc_buffer(4096).expect("compute buffer");
     cbuf.set_usage(BufferUsage::COMPUTE);
     place(cbuf, &[z, u]);
-    assert_eq!(split::split_state(z, false).axis, SplitAxis::PARTIAL);
+    assert_eq!(buffer::split_state(z, false).axis, SplitAxis::PARTIAL);
 
     let backend = init_meta_backend(dev);
     assert_eq!(backend.graph_compute(graph.get_mut()), Status::SUCCESS);
@@ -339,7 +339,7 @@ fn graph_over_a_view_of_a_split_weight() {
     let cbuf = buft.alloc_buffer(4096).expect("compute buffer");
     cbuf.set_usage(BufferUsage::COMPUTE);
     place(cbuf, &[e]);
-    assert_eq!(split::split_state(v, false).axis, SplitAxis::AXIS_0);
+    assert_eq!(buffer::split_state(v, false).axis, SplitAxis::AXIS_0);
     assert_eq!((slice(v, 0).view_offs, slice(v, 1).view_offs), (8, 16));
     assert_eq!(read(slice(v, 0)), [6., 7., 12., 13.]);
 
@@ -378,5 +378,5 @@ fn async_set_and_get_through_the_backend() {
 }
 
 fn test_devices_of(meta: DevicePtr) -> Vec<DevicePtr> {
-    super::device::meta_dev(meta.as_ptr()).simple.clone()
+    meta.downcast::<super::device::MetaDevice>().expect("a meta device").simple.clone()
 }

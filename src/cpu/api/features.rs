@@ -1,7 +1,9 @@
 //! What the processor offers: the `ggml_cpu_has_*` / `ggml_cpu_get_*` queries.
 
+use crate::backend::interface::BackendFeature;
 use crate::cpu::kernels::features;
 use std::ffi::c_int;
+use std::sync::OnceLock;
 
 /// One `ggml_cpu_has_*` / `ggml_cpu_get_*` query.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -94,4 +96,68 @@ pub fn cpu_has(f: CpuFeature) -> c_int {
         | CpuFeature::Llamafile => false,
     };
     c_int::from(on)
+}
+
+struct FeatureList(Vec<BackendFeature>);
+
+// SAFETY: built once, never written again; the strings are static.
+unsafe impl Sync for FeatureList {}
+// SAFETY: as above.
+unsafe impl Send for FeatureList {}
+
+/// The features `ggml_backend_get_features` lists for the CPU, as ggml names them, ending
+/// with a null entry.
+pub fn backend_features() -> &'static [BackendFeature] {
+    static FEATURES: OnceLock<FeatureList> = OnceLock::new();
+    &FEATURES
+        .get_or_init(|| {
+            super::cpu_init();
+            let flags: [(&'static str, CpuFeature); 28] = [
+                ("SSE3", CpuFeature::Sse3),
+                ("SSSE3", CpuFeature::Ssse3),
+                ("AVX", CpuFeature::Avx),
+                ("AVX_VNNI", CpuFeature::AvxVnni),
+                ("AVX2", CpuFeature::Avx2),
+                ("F16C", CpuFeature::F16c),
+                ("FMA", CpuFeature::Fma),
+                ("BMI2", CpuFeature::Bmi2),
+                ("AVX512", CpuFeature::Avx512),
+                ("AVX512_VBMI", CpuFeature::Avx512Vbmi),
+                ("AVX512_VNNI", CpuFeature::Avx512Vnni),
+                ("AVX512_BF16", CpuFeature::Avx512Bf16),
+                ("AMX_INT8", CpuFeature::AmxInt8),
+                ("NEON", CpuFeature::Neon),
+                ("ARM_FMA", CpuFeature::ArmFma),
+                ("FP16_VA", CpuFeature::Fp16Va),
+                ("MATMUL_INT8", CpuFeature::MatmulInt8),
+                ("SVE", CpuFeature::Sve),
+                ("DOTPROD", CpuFeature::Dotprod),
+                ("SVE_CNT", CpuFeature::SveCnt),
+                ("SME", CpuFeature::Sme),
+                ("SME2", CpuFeature::Sme2),
+                ("RISCV_V", CpuFeature::RiscvV),
+                ("RVV_VLEN", CpuFeature::RvvVlen),
+                ("VSX", CpuFeature::Vsx),
+                ("VXE", CpuFeature::Vxe),
+                ("WASM_SIMD", CpuFeature::WasmSimd),
+                ("LLAMAFILE", CpuFeature::Llamafile),
+            ];
+            let sized = [CpuFeature::SveCnt, CpuFeature::RvvVlen];
+            let mut list: Vec<BackendFeature> = flags
+                .iter()
+                .filter_map(|&(name, f)| {
+                    let value = cpu_has(f);
+                    (value > 0).then(|| {
+                        let value: &'static str = if sized.contains(&f) { value.to_string().leak() } else { "1" };
+                        BackendFeature {
+                            name: crate::core::c_str::static_c_str(name),
+                            value: crate::core::c_str::static_c_str(value),
+                        }
+                    })
+                })
+                .collect();
+            list.push(BackendFeature { name: std::ptr::null(), value: std::ptr::null() });
+            FeatureList(list)
+        })
+        .0
 }

@@ -10,7 +10,7 @@ mod settings;
 mod type_traits;
 
 pub use convert::{bf16_to_fp32, fp16_to_fp32, fp32_to_bf16, fp32_to_fp16, fp32_to_i32};
-pub use features::{CpuFeature, cpu_has};
+pub use features::{CpuFeature, backend_features, cpu_has};
 pub use graph::{graph_compute, graph_compute_with_ctx, graph_plan};
 pub use numa::{NumaTopology, is_numa, numa_init, numa_strategy, numa_topology};
 pub use settings::{cpu_init, fusion_enabled};

@@ -4,51 +4,40 @@
 //! not the plain ones), as in ggml, and llama.cpp loads weights into it through `set_tensor`.
 //! Tensors the layout does not take are stored as written.
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CStr, c_void};
+use std::ptr::NonNull;
 
 use super::layout::{self, GROUP_ROWS};
-use crate::backend::buffer::StaticBufferType;
-use crate::backend::host_buffer::{cpu_buffer_type_alloc_buffer, tensor_ref};
-use crate::backend::interface::{Buffer, BufferType, BufferTypeInterface};
-use crate::core::tensor::Tensor;
+use crate::backend::adapter::{StaticBufferType, new_buffer};
+use crate::backend::buffer::{BufferPtr, BufferTypePtr};
+use crate::backend::host_buffer::{HostBuffer, TENSOR_ALIGNMENT};
+use crate::backend::traits::{Buffer, BufferType};
+use crate::core::tensor::{Tensor, TensorPtr};
 
-/// Alignment of tensors in the buffer: as the CPU buffer type's.
-const ALIGNMENT: usize = crate::backend::host_buffer::TENSOR_ALIGNMENT;
+struct RepackBufferType;
 
-pub(super) static REPACK_BUFFER_TYPE: StaticBufferType = StaticBufferType::new(
-    BufferTypeInterface {
-        get_name: Some(get_name),
-        alloc_buffer: Some(alloc_buffer),
-        get_alignment: Some(get_alignment),
-        get_max_size: None,
-        get_alloc_size: None,
-        is_host: None,
-    },
-    std::ptr::null_mut(),
-);
+static REPACK: &dyn BufferType = &RepackBufferType;
+pub(super) static REPACK_BUFFER_TYPE: StaticBufferType = StaticBufferType::new(&REPACK);
 
-unsafe extern "C" fn get_name(_buft: *mut BufferType) -> *const c_char {
-    c"CPU_REPACK".as_ptr()
-}
-
-unsafe extern "C" fn get_alignment(_buft: *mut BufferType) -> usize {
-    ALIGNMENT
-}
-
-/// A CPU buffer whose tensor data entries pack and unpack.
-unsafe extern "C" fn alloc_buffer(buft: *mut BufferType, size: usize) -> *mut Buffer {
-    // SAFETY: the buffer type is a static, which outlives the buffer.
-    let buffer = unsafe { cpu_buffer_type_alloc_buffer(buft, size) };
-    // SAFETY: a buffer just made (or null), which nobody else holds yet.
-    if let Some(b) = unsafe { buffer.as_mut() } {
-        b.iface.memset_tensor = Some(memset_tensor);
-        b.iface.set_tensor = Some(set_tensor);
-        b.iface.get_tensor = Some(get_tensor);
-        // (a copy between buffers goes through get and set)
-        b.iface.cpy_tensor = None;
+impl BufferType for RepackBufferType {
+    fn get_name(&self) -> &CStr {
+        c"CPU_REPACK"
     }
-    buffer
+
+    /// Host memory whose tensor data operations pack and unpack.
+    fn alloc_buffer(&self, this: BufferTypePtr, size: usize) -> Option<BufferPtr> {
+        HostBuffer::alloc(size).map(|host| new_buffer(this, size, Box::new(RepackBuffer(host))))
+    }
+
+    /// As the CPU buffer type's.
+    fn get_alignment(&self) -> usize {
+        TENSOR_ALIGNMENT
+    }
 }
+
+/// A CPU_REPACK buffer: host memory, some of whose tensors are stored interleaved. (A copy
+/// between buffers goes through get and set: it has no `cpy_tensor` of its own.)
+struct RepackBuffer(HostBuffer);
 
 /// Whether `t`, allocated in a CPU_REPACK buffer, is stored packed: a tensor of its own (not a
 /// view) of a format and shape the layout takes, with packed rows.
@@ -76,54 +65,43 @@ fn edit_plain(t: &Tensor, offset: usize, size: usize, write: bool, edit: impl Fn
     }
 }
 
-unsafe extern "C" fn set_tensor(
-    _buffer: *mut Buffer,
-    tensor: *mut Tensor,
-    data: *const c_void,
-    offset: usize,
-    size: usize,
-) {
-    let t = tensor_ref(tensor);
-    // SAFETY: `data` holds `size` readable bytes (the caller's contract).
-    let src = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
-    let row_size = t.type_.row_size(t.ne[0]);
-    if !stored_packed(t) {
-        // SAFETY: the dispatcher checked the range; the ranges do not overlap (ggml's contract).
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), t.data.cast::<u8>().add(offset), size) };
-    } else if offset.is_multiple_of(GROUP_ROWS * row_size) && size.is_multiple_of(GROUP_ROWS * row_size) {
-        // whole groups, as when a model is loaded: packed straight from the caller's bytes
-        // SAFETY: as in edit_plain.
-        let packed = unsafe { std::slice::from_raw_parts_mut(t.data.cast::<u8>().add(offset), size) };
-        layout::pack(t.type_, row_size, src, packed);
-    } else {
-        edit_plain(t, offset, size, true, |plain| plain.copy_from_slice(src));
+impl Buffer for RepackBuffer {
+    fn get_base(&self) -> Option<NonNull<c_void>> {
+        self.0.get_base()
     }
-}
 
-unsafe extern "C" fn get_tensor(
-    _buffer: *mut Buffer,
-    tensor: *const Tensor,
-    data: *mut c_void,
-    offset: usize,
-    size: usize,
-) {
-    let t = tensor_ref(tensor);
-    // SAFETY: `data` holds `size` writable bytes (the caller's contract).
-    let dst = unsafe { std::slice::from_raw_parts_mut(data.cast::<u8>(), size) };
-    if stored_packed(t) {
-        edit_plain(t, offset, size, false, |plain| dst.copy_from_slice(plain));
-    } else {
-        // SAFETY: the dispatcher checked the range; the ranges do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(t.data.cast::<u8>().add(offset), dst.as_mut_ptr(), size) };
+    fn set_tensor(&self, tensor: TensorPtr, data: &[u8], offset: usize) {
+        let t: &Tensor = &tensor;
+        let (size, row_size) = (data.len(), t.type_.row_size(t.ne[0]));
+        if !stored_packed(t) {
+            self.0.set_tensor(tensor, data, offset);
+        } else if offset.is_multiple_of(GROUP_ROWS * row_size) && size.is_multiple_of(GROUP_ROWS * row_size) {
+            // whole groups, as when a model is loaded: packed straight from the caller's bytes
+            // SAFETY: as in edit_plain.
+            let packed = unsafe { std::slice::from_raw_parts_mut(t.data.cast::<u8>().add(offset), size) };
+            layout::pack(t.type_, row_size, data, packed);
+        } else {
+            edit_plain(t, offset, size, true, |plain| plain.copy_from_slice(data));
+        }
     }
-}
 
-unsafe extern "C" fn memset_tensor(_buffer: *mut Buffer, tensor: *mut Tensor, value: u8, offset: usize, size: usize) {
-    let t = tensor_ref(tensor);
-    if stored_packed(t) {
-        edit_plain(t, offset, size, true, |plain| plain.fill(value));
-    } else {
-        // SAFETY: the dispatcher checked the range.
-        unsafe { std::ptr::write_bytes(t.data.cast::<u8>().add(offset), value, size) };
+    fn get_tensor(&self, tensor: TensorPtr, data: &mut [u8], offset: usize) {
+        if stored_packed(&tensor) {
+            edit_plain(&tensor, offset, data.len(), false, |plain| data.copy_from_slice(plain));
+        } else {
+            self.0.get_tensor(tensor, data, offset);
+        }
+    }
+
+    fn memset_tensor(&self, tensor: TensorPtr, value: u8, offset: usize, size: usize) {
+        if stored_packed(&tensor) {
+            edit_plain(&tensor, offset, size, true, |plain| plain.fill(value));
+        } else {
+            self.0.memset_tensor(tensor, value, offset, size);
+        }
+    }
+
+    fn clear(&self, value: u8) {
+        self.0.clear(value);
     }
 }

@@ -11,20 +11,13 @@
 mod buffer;
 pub mod layout;
 
-use crate::backend::buffer::{BufferPtr, BufferTypePtr};
+use crate::backend::buffer::BufferTypePtr;
 use crate::backend::interface::Buffer;
-use crate::core::op::Op;
 use crate::core::tensor::Tensor;
-use crate::core::types::Type;
 
 /// The "CPU_REPACK" buffer type.
 pub fn buffer_type() -> BufferTypePtr {
     buffer::REPACK_BUFFER_TYPE.handle()
-}
-
-/// Whether the CPU device offers the buffer type: the processor runs the repacked product.
-pub fn offered() -> bool {
-    cfg!(target_arch = "x86_64") && crate::cpu::kernels::features::features().has_avx512()
 }
 
 /// Whether `t` lies in a CPU_REPACK buffer (or a placeholder buffer of that type, as llama.cpp
@@ -39,39 +32,13 @@ pub fn is_repacked(t: &Tensor) -> bool {
     in_repack_buffer(t) && buffer::stored_packed(t)
 }
 
-/// Whether the CPU backend computes `op`, one of whose sources lies in a CPU_REPACK buffer:
-/// a MUL_MAT of repacked 2-D weights by F32 activations in host memory; or, when no source is
-/// stored packed (the buffer keeps such tensors as written, in host memory), whatever the CPU
-/// kernels compute. (llama.cpp puts there every weight it checks with no op.)
-pub fn supports_op(op: &Tensor) -> bool {
-    // SAFETY: an op's sources are null or live tensors.
-    if !op.src.iter().any(|&s| unsafe { s.as_ref() }.is_some_and(is_repacked)) {
-        return crate::cpu::kernels::supports_op(op);
-    }
-    // SAFETY: an op's sources are null or live tensors.
-    let (Some(src0), Some(src1)) = (unsafe { op.src[0].as_ref() }, unsafe { op.src[1].as_ref() }) else {
-        return false;
-    };
-    // SAFETY: as above; a tensor's buffer is null or a live buffer.
-    let host = |t: &Tensor| unsafe { BufferPtr::from_raw(t.buffer.cast()) }.is_none_or(|b| b.is_host());
-    op.op == Op::MUL_MAT
-        && offered()
-        && is_repacked(src0)
-        && src0.ne[2] == 1
-        && src0.ne[3] == 1
-        && src1.type_ == Type::F32
-        && host(src1)
-        && op.type_ == Type::F32
-        && op.nb[0] == 4
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::backend::buffer::{tensor_get, tensor_memset, tensor_set};
     use crate::backend::tallocr::alloc_ctx_tensors;
     use crate::core::context::{Context, InitParams};
-    use crate::core::ops::matmul::mul_mat;
+    use crate::core::types::Type;
 
     fn no_alloc_ctx() -> Box<Context> {
         Context::new(InitParams { mem_size: 1 << 20, mem_buffer: std::ptr::null_mut(), no_alloc: true })
@@ -120,34 +87,5 @@ mod tests {
         // SAFETY: as above.
         assert_eq!(unsafe { std::slice::from_raw_parts(other.data.cast::<u8>(), plain.len()) }, &plain[..]);
         buffer.free();
-    }
-
-    #[test]
-    fn the_device_takes_products_of_repacked_weights_only() {
-        let mut c = no_alloc_ctx();
-        let w = c.new_tensor(Type::Q4_0, &[64, 32, 1, 1]);
-        let x = c.new_tensor(Type::F32, &[64, 5, 1, 1]);
-        let y = mul_mat(&mut c, w, x);
-        let odd = c.new_tensor(Type::Q4_0, &[64, 24, 1, 1]);
-        let y_odd = mul_mat(&mut c, odd, x);
-        let placeholder = buffer_type().alloc_buffer(0).expect("a placeholder buffer");
-        for t in [w, odd] {
-            t.get_mut().buffer = placeholder.as_ptr().cast();
-        }
-        assert_eq!(supports_op(&y), offered());
-        // 24 rows are not whole groups: stored as written, computed as plain weights
-        assert!(supports_op(&y_odd));
-        let scaled = crate::core::ops::elementwise::scale(&mut c, w, 2.0);
-        assert!(!supports_op(&scaled), "a packed tensor serves MUL_MAT only");
-        // a tensor the layout does not take is plain data: any op of the CPU kernels
-        let norm = c.new_tensor(Type::F32, &[64, 1, 1, 1]);
-        norm.get_mut().buffer = placeholder.as_ptr().cast();
-        let scaled_norm = crate::core::ops::elementwise::scale(&mut c, norm, 2.0);
-        assert!(supports_op(&scaled_norm));
-        norm.get_mut().buffer = std::ptr::null_mut();
-        for t in [w, odd] {
-            t.get_mut().buffer = std::ptr::null_mut();
-        }
-        placeholder.free();
     }
 }

@@ -157,15 +157,10 @@ fn packed_rows(t: &Tensor) -> bool {
     t.nb[0] == t.type_.type_size()
 }
 
-/// Ops that only describe a new view of their source's memory: nothing to compute.
-pub fn is_layout_only(op: Op) -> bool {
-    matches!(op, Op::NONE | Op::RESHAPE | Op::VIEW | Op::PERMUTE | Op::TRANSPOSE)
-}
-
 /// Whether a CUDA device computes `node`.
 pub fn supports(node: &Tensor) -> bool {
     match node.op {
-        op if is_layout_only(op) => true,
+        op if op.is_empty() => true,
         Op::ADD | Op::SUB | Op::MUL | Op::DIV => elementwise::supports_binary(node),
         Op::UNARY | Op::SQR | Op::SQRT | Op::LOG | Op::SIN | Op::COS | Op::SCALE | Op::CLAMP | Op::LEAKY_RELU => {
             elementwise::supports_unary(node)

@@ -9,14 +9,14 @@ use super::params::{CComputeParams, with_params};
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::cpu::OpTable;
 use crate::cpu::kernels::{CpuKernels, run_op};
-use crate::cpu::repack;
+use crate::cpu::{device, repack};
 use crate::ffi::handle::handle;
 
 /// Whether an extra buffer type's kernels take `op`.
 fn taken(op: &Tensor) -> bool {
     // SAFETY: graph nodes' source slots hold null or live tensors.
     let weights = unsafe { op.src[0].as_ref() };
-    weights.is_some_and(repack::is_repacked) && repack::supports_op(op)
+    weights.is_some_and(repack::is_repacked) && device::repack_supports_op(op)
 }
 
 #[unsafe(no_mangle)]

@@ -2,24 +2,28 @@
 //! a graph whose uid was the last one sent to the device is recomputed from the server's copy.
 
 use std::collections::HashSet;
-use std::ffi::{CString, c_char, c_void};
+use std::ffi::{CStr, CString};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::buffer::{describe, download, upload};
+use super::buffer::{describe, download, upload, usage_of};
 use super::connection::Connection;
-use super::{device, registry};
-use crate::backend::backend::BackendPtr;
+use crate::backend::adapter::new_backend;
+use crate::backend::backend::{BackendPtr, EventPtr};
+use crate::backend::device::DevicePtr;
 use crate::backend::guid::StaticGuid;
-use crate::backend::interface::{Backend, BackendInterface, BufferUsage, Event};
+use crate::backend::traits::Backend;
 use crate::core::graph::Graph;
 use crate::core::status::Status;
-use crate::core::tensor::{Tensor, TensorPtr};
+use crate::core::tensor::TensorPtr;
 use crate::rpc::wire::{Command, WireTensor, Writer, address};
 
-struct BackendContext {
+/// A backend on device `index` of a server.
+struct RpcBackend {
     conn: Arc<Connection>,
-    device: *mut crate::backend::interface::Device,
+    index: u32,
+    /// Shared with the device and its other backends (see `RpcDevice`).
+    last_graph_uid: Arc<AtomicU64>,
     name: CString,
 }
 
@@ -27,34 +31,12 @@ struct BackendContext {
 static GUID: StaticGuid =
     StaticGuid::new([0x99, 0x68, 0x5b, 0x6c, 0xd2, 0x83, 0x3d, 0x24, 0x25, 0x36, 0x72, 0xe1, 0x5b, 0x0e, 0x14, 0x03]);
 
-const INTERFACE: BackendInterface = BackendInterface {
-    get_name: Some(get_name),
-    free: Some(free),
-    set_tensor_async: Some(set_tensor_async),
-    get_tensor_async: Some(get_tensor_async),
-    set_tensor_2d_async: None,
-    get_tensor_2d_async: None,
-    cpy_tensor_async: None,
-    synchronize: Some(synchronize),
-    graph_plan_create: None,
-    graph_plan_free: None,
-    graph_plan_update: None,
-    graph_plan_compute: None,
-    graph_compute: Some(graph_compute),
-    event_record: Some(event_record),
-    event_wait: Some(event_wait),
-    graph_optimize: None,
-};
-
-/// `ggml_backend_rpc_init`: a backend on device `index` of the server at `endpoint`; `None`
-/// (logged) when the server cannot be reached or has no such device.
-pub fn init(endpoint: &str, index: u32) -> Option<*mut Backend> {
-    let device = registry::device(endpoint, index)?;
+/// `ggml_backend_rpc_init`: a backend of `device`, device `index` of the server at `endpoint`;
+/// `None` (logged) when the server cannot be reached.
+pub fn new(device: DevicePtr, endpoint: &str, index: u32, last_graph_uid: Arc<AtomicU64>) -> Option<BackendPtr> {
     let conn = Connection::open(endpoint).ok()?;
     let name = CString::new(format!("RPC{index}[{endpoint}]")).unwrap_or_default();
-    let context = Box::into_raw(Box::new(BackendContext { conn, device, name }));
-    let backend = Box::new(Backend { guid: GUID.as_ptr(), iface: INTERFACE, device, context: context.cast() });
-    Some(Box::into_raw(backend))
+    Some(new_backend(GUID.as_ptr(), device, Box::new(RpcBackend { conn, index, last_graph_uid, name })))
 }
 
 /// `ggml_backend_is_rpc`.
@@ -62,78 +44,40 @@ pub fn is_rpc(backend: BackendPtr) -> bool {
     GUID.names(backend)
 }
 
-/// # Safety
-/// `backend` is one made by [`init`] and not yet freed.
-unsafe fn context<'a>(backend: *mut Backend) -> &'a BackendContext {
-    // SAFETY: the caller's contract: the context is the boxed BackendContext.
-    unsafe { &*(*backend).context.cast::<BackendContext>() }
-}
-
-unsafe extern "C" fn get_name(backend: *mut Backend) -> *const c_char {
-    // SAFETY: called by the backend's own table.
-    unsafe { context(backend) }.name.as_ptr()
-}
-
-unsafe extern "C" fn free(backend: *mut Backend) {
-    // SAFETY: called once by the backend's own table; both boxes were made in `init`.
-    unsafe {
-        drop(Box::from_raw((*backend).context.cast::<BackendContext>()));
-        drop(Box::from_raw(backend));
+impl Backend for RpcBackend {
+    fn get_name(&self) -> &CStr {
+        &self.name
     }
-}
 
-unsafe extern "C" fn set_tensor_async(
-    backend: *mut Backend,
-    tensor: *mut Tensor,
-    data: *const c_void,
-    offset: usize,
-    size: usize,
-) {
-    // SAFETY: called by the backend's own table with a live, allocated tensor and `size`
-    // readable bytes.
-    let (ctx, tensor, data) =
-        unsafe { (context(backend), &*tensor, std::slice::from_raw_parts(data.cast::<u8>(), size)) };
-    // SAFETY: an allocated tensor's buffer is live.
-    let usage = unsafe { tensor.buffer.cast::<crate::backend::interface::Buffer>().as_ref() }
-        .map_or(BufferUsage::ANY, |b| b.usage);
-    upload(&ctx.conn, tensor, usage, data, offset);
-}
-
-unsafe extern "C" fn get_tensor_async(
-    backend: *mut Backend,
-    tensor: *const Tensor,
-    data: *mut c_void,
-    offset: usize,
-    size: usize,
-) {
-    // SAFETY: called by the backend's own table with a live tensor and `size` writable bytes.
-    let (ctx, tensor, out) =
-        unsafe { (context(backend), &*tensor, std::slice::from_raw_parts_mut(data.cast::<u8>(), size)) };
-    download(&ctx.conn, tensor, out, offset);
-}
-
-/// Every call has completed on the connection by the time it returns (see `connection`).
-unsafe extern "C" fn synchronize(_backend: *mut Backend) {}
-
-unsafe extern "C" fn event_record(_backend: *mut Backend, _event: *mut Event) {}
-
-unsafe extern "C" fn event_wait(_backend: *mut Backend, _event: *mut Event) {}
-
-unsafe extern "C" fn graph_compute(backend: *mut Backend, cgraph: *mut Graph) -> Status {
-    // SAFETY: called by the backend's own table with a live graph; the device is ours.
-    let (ctx, graph) = unsafe { (context(backend), &*cgraph) };
-    // SAFETY: as above.
-    let dev = unsafe { device::context(ctx.device) };
-    if graph.n_nodes <= 0 {
-        return Status::SUCCESS;
+    fn set_tensor_async(&mut self, tensor: TensorPtr, data: &[u8], offset: usize) -> bool {
+        upload(&self.conn, &tensor, usage_of(&tensor), data, offset);
+        true
     }
-    let last = dev.last_graph_uid.swap(graph.uid, Ordering::Relaxed);
-    if graph.uid != 0 && last == graph.uid {
-        ctx.conn.send(Command::GraphRecompute, &dev.index.to_le_bytes());
-    } else {
-        ctx.conn.send(Command::GraphCompute, &serialize_graph(dev.index, graph, &ctx.conn));
+
+    fn get_tensor_async(&mut self, tensor: TensorPtr, data: &mut [u8], offset: usize) -> bool {
+        download(&self.conn, &tensor, data, offset);
+        true
     }
-    Status::SUCCESS
+
+    /// Every call has completed on the connection by the time it returns (see `connection`).
+    fn synchronize(&mut self) {}
+
+    fn event_record(&mut self, _event: EventPtr) {}
+
+    fn event_wait(&mut self, _event: EventPtr) {}
+
+    fn graph_compute(&mut self, graph: &mut Graph) -> Status {
+        if graph.n_nodes <= 0 {
+            return Status::SUCCESS;
+        }
+        let last = self.last_graph_uid.swap(graph.uid, Ordering::Relaxed);
+        if graph.uid != 0 && last == graph.uid {
+            self.conn.send(Command::GraphRecompute, &self.index.to_le_bytes());
+        } else {
+            self.conn.send(Command::GraphCompute, &serialize_graph(self.index, graph, &self.conn));
+        }
+        Status::SUCCESS
+    }
 }
 
 /// `device | n_nodes | node ids | n_tensors | tensors`: every tensor reachable from the nodes

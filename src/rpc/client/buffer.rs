@@ -3,106 +3,56 @@
 //! are computed from it locally and sent back as they are.
 
 use std::ffi::c_void;
+use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
 use super::connection::{Connection, same};
-use crate::backend::interface::{Buffer, BufferInterface, BufferUsage};
+use crate::backend::buffer::BufferPtr;
+use crate::backend::interface::BufferUsage;
+use crate::backend::traits::Buffer;
 use crate::core::status::Status;
-use crate::core::tensor::Tensor;
+use crate::core::tensor::{Tensor, TensorPtr};
 use crate::rpc::wire::{Command, HASH_THRESHOLD, WireTensor, Writer, fnv1a};
 
-pub struct BufferContext {
+/// A buffer on a server.
+pub struct RpcBuffer {
     pub conn: Arc<Connection>,
     /// The server's handle of the buffer.
     pub remote: u64,
     base: OnceLock<u64>,
 }
 
-impl BufferContext {
-    pub fn new(conn: Arc<Connection>, remote: u64) -> BufferContext {
-        BufferContext { conn, remote, base: OnceLock::new() }
+impl RpcBuffer {
+    pub fn new(conn: Arc<Connection>, remote: u64) -> RpcBuffer {
+        RpcBuffer { conn, remote, base: OnceLock::new() }
     }
 }
 
-pub const INTERFACE: BufferInterface = BufferInterface {
-    free_buffer: Some(free_buffer),
-    get_base: Some(get_base),
-    init_tensor: Some(init_tensor),
-    memset_tensor: Some(memset_tensor),
-    set_tensor: Some(set_tensor),
-    get_tensor: Some(get_tensor),
-    set_tensor_2d: None,
-    get_tensor_2d: None,
-    cpy_tensor: Some(cpy_tensor),
-    clear: Some(clear),
-    reset: None,
-};
+/// The RPC buffer `tensor` lives in, if it lives in one.
+pub fn rpc_buffer_of<'a>(tensor: &Tensor) -> Option<&'a RpcBuffer> {
+    // SAFETY: a tensor's buffer is null or live.
+    unsafe { BufferPtr::from_raw(tensor.buffer.cast()) }?.downcast::<RpcBuffer>()
+}
 
-/// The RPC context of `buffer`, when it is one of ours.
-///
-/// # Safety
-/// `buffer` is null or a live buffer.
-pub unsafe fn context<'a>(buffer: *const Buffer) -> Option<&'a BufferContext> {
-    // SAFETY: the caller's contract; our buffers' context is the BufferContext made in
-    // `buffer_type::alloc_buffer`, alive until `free_buffer`.
-    unsafe { crate::backend::buffer::context_of(buffer, free_buffer) }
+/// The usage of the buffer `tensor` lives in (`ANY` for none).
+pub fn usage_of(tensor: &Tensor) -> BufferUsage {
+    // SAFETY: a tensor's buffer is null or live.
+    unsafe { BufferPtr::from_raw(tensor.buffer.cast()) }.map_or(BufferUsage::ANY, BufferPtr::usage)
 }
 
 /// Describes `tensor` for a request to `conn`'s server: its placement goes along when it lives
 /// in a buffer of that server (any server when `conn` is `None`), else buffer and data are 0.
 pub fn describe(tensor: &Tensor, conn: Option<&Arc<Connection>>) -> WireTensor {
-    // SAFETY: a tensor's buffer is null or live.
-    let placement = unsafe { context(tensor.buffer.cast()) }
+    let placement = rpc_buffer_of(tensor)
         .filter(|ctx| conn.is_none_or(|c| same(c, &ctx.conn)))
         .map(|ctx| (ctx.remote, tensor.data as u64));
     WireTensor::describe(tensor, placement)
-}
-
-/// # Safety
-/// `buffer` is one of ours (the table is only installed on our buffers).
-unsafe fn ours<'a>(buffer: *mut Buffer) -> &'a BufferContext {
-    // SAFETY: the caller's contract.
-    unsafe { context(buffer) }.unwrap_or_else(|| unreachable!("the RPC buffer table is only on RPC buffers"))
-}
-
-unsafe extern "C" fn free_buffer(buffer: *mut Buffer) {
-    // SAFETY: called once, by the buffer's own table, while the buffer is live.
-    let ctx = unsafe { Box::from_raw((*buffer).context.cast::<BufferContext>()) };
-    ctx.conn.send(Command::FreeBuffer, &ctx.remote.to_le_bytes());
-}
-
-unsafe extern "C" fn get_base(buffer: *mut Buffer) -> *mut c_void {
-    // SAFETY: called by the buffer's own table.
-    let ctx = unsafe { ours(buffer) };
-    let base = *ctx
-        .base
-        .get_or_init(|| u64::from_le_bytes(ctx.conn.call_for(Command::BufferGetBase, &ctx.remote.to_le_bytes())));
-    base as *mut c_void
 }
 
 /// Quantized rows that are not a multiple of 512 values may need padding on the server (its
 /// CUDA buffers pad them), so only those tensors are initialized there; the rest need nothing.
 pub fn needs_remote_layout(tensor: &Tensor) -> bool {
     tensor.type_.is_quantized() && tensor.ne[0] % 512 != 0 && tensor.view_src.is_null()
-}
-
-unsafe extern "C" fn init_tensor(buffer: *mut Buffer, tensor: *mut Tensor) -> Status {
-    // SAFETY: called by the buffer's own table with a live tensor.
-    let (ctx, tensor) = unsafe { (ours(buffer), &*tensor) };
-    if needs_remote_layout(tensor) {
-        let mut w = Writer::with_capacity(WireTensor::SIZE);
-        w.tensor(&describe(tensor, None));
-        ctx.conn.send(Command::InitTensor, &w.into_bytes());
-    }
-    Status::SUCCESS
-}
-
-unsafe extern "C" fn memset_tensor(buffer: *mut Buffer, tensor: *mut Tensor, value: u8, offset: usize, size: usize) {
-    // SAFETY: as in `init_tensor`.
-    let (ctx, tensor) = unsafe { (ours(buffer), &*tensor) };
-    let mut w = Writer::with_capacity(WireTensor::SIZE + 17);
-    w.tensor(&describe(tensor, None)).u64(offset as u64).u64(size as u64).u8(value);
-    ctx.conn.send(Command::MemsetTensor, &w.into_bytes());
 }
 
 /// Uploads `data` into `tensor` at `offset`. Weights above the threshold are offered by hash
@@ -132,52 +82,60 @@ pub fn download(conn: &Arc<Connection>, tensor: &Tensor, out: &mut [u8], offset:
     conn.call(Command::GetTensor, &w.into_bytes(), out);
 }
 
-unsafe extern "C" fn set_tensor(
-    buffer: *mut Buffer,
-    tensor: *mut Tensor,
-    data: *const c_void,
-    offset: usize,
-    size: usize,
-) {
-    // SAFETY: called by the buffer's own table with a live tensor and `size` readable bytes.
-    let (ctx, tensor, data, usage) =
-        unsafe { (ours(buffer), &*tensor, std::slice::from_raw_parts(data.cast::<u8>(), size), (*buffer).usage) };
-    upload(&ctx.conn, tensor, usage, data, offset);
-}
-
-unsafe extern "C" fn get_tensor(
-    buffer: *mut Buffer,
-    tensor: *const Tensor,
-    data: *mut c_void,
-    offset: usize,
-    size: usize,
-) {
-    // SAFETY: called by the buffer's own table with a live tensor and `size` writable bytes.
-    let (ctx, tensor, out) =
-        unsafe { (ours(buffer), &*tensor, std::slice::from_raw_parts_mut(data.cast::<u8>(), size)) };
-    download(&ctx.conn, tensor, out, offset);
-}
-
-/// Copies between two buffers of the same server happen there; anything else is the
-/// caller's to do through host memory.
-unsafe extern "C" fn cpy_tensor(buffer: *mut Buffer, src: *const Tensor, dst: *mut Tensor) -> bool {
-    // SAFETY: called by the buffer's own table with live tensors, `dst` in this buffer.
-    let (ctx, src, dst) = unsafe { (ours(buffer), &*src, &*dst) };
-    // SAFETY: a tensor's buffer is null or live.
-    let Some(src_ctx) = (unsafe { context(src.buffer.cast()) }) else { return false };
-    if !same(&src_ctx.conn, &ctx.conn) {
-        return false;
+impl Drop for RpcBuffer {
+    fn drop(&mut self) {
+        self.conn.send(Command::FreeBuffer, &self.remote.to_le_bytes());
     }
-    let mut w = Writer::with_capacity(2 * WireTensor::SIZE);
-    w.tensor(&describe(src, None)).tensor(&describe(dst, None));
-    let [copied] = ctx.conn.call_for(Command::CopyTensor, &w.into_bytes());
-    copied != 0
 }
 
-unsafe extern "C" fn clear(buffer: *mut Buffer, value: u8) {
-    // SAFETY: called by the buffer's own table.
-    let ctx = unsafe { ours(buffer) };
-    let mut w = Writer::with_capacity(9);
-    w.u64(ctx.remote).u8(value);
-    ctx.conn.send(Command::BufferClear, &w.into_bytes());
+impl Buffer for RpcBuffer {
+    /// The server's base address, asked once.
+    fn get_base(&self) -> Option<NonNull<c_void>> {
+        let base = *self
+            .base
+            .get_or_init(|| u64::from_le_bytes(self.conn.call_for(Command::BufferGetBase, &self.remote.to_le_bytes())));
+        NonNull::new(base as *mut c_void)
+    }
+
+    fn init_tensor(&self, tensor: TensorPtr) -> Status {
+        if needs_remote_layout(&tensor) {
+            let mut w = Writer::with_capacity(WireTensor::SIZE);
+            w.tensor(&describe(&tensor, None));
+            self.conn.send(Command::InitTensor, &w.into_bytes());
+        }
+        Status::SUCCESS
+    }
+
+    fn memset_tensor(&self, tensor: TensorPtr, value: u8, offset: usize, size: usize) {
+        let mut w = Writer::with_capacity(WireTensor::SIZE + 17);
+        w.tensor(&describe(&tensor, None)).u64(offset as u64).u64(size as u64).u8(value);
+        self.conn.send(Command::MemsetTensor, &w.into_bytes());
+    }
+
+    fn set_tensor(&self, tensor: TensorPtr, data: &[u8], offset: usize) {
+        upload(&self.conn, &tensor, usage_of(&tensor), data, offset);
+    }
+
+    fn get_tensor(&self, tensor: TensorPtr, data: &mut [u8], offset: usize) {
+        download(&self.conn, &tensor, data, offset);
+    }
+
+    /// Copies between two buffers of the same server happen there; anything else is the
+    /// caller's to do through host memory.
+    fn cpy_tensor(&self, src: TensorPtr, dst: TensorPtr) -> bool {
+        let Some(from) = rpc_buffer_of(&src) else { return false };
+        if !same(&from.conn, &self.conn) {
+            return false;
+        }
+        let mut w = Writer::with_capacity(2 * WireTensor::SIZE);
+        w.tensor(&describe(&src, None)).tensor(&describe(&dst, None));
+        let [copied] = self.conn.call_for(Command::CopyTensor, &w.into_bytes());
+        copied != 0
+    }
+
+    fn clear(&self, value: u8) {
+        let mut w = Writer::with_capacity(9);
+        w.u64(self.remote).u8(value);
+        self.conn.send(Command::BufferClear, &w.into_bytes());
+    }
 }

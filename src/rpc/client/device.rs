@@ -6,64 +6,50 @@
 //! is recorded: the events exist because the scheduler asks for them, and waiting on one
 //! returns at once.
 
-use std::ffi::{CString, c_char};
+use std::ffi::{CStr, CString};
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use super::{backend, buffer_type, registry};
+use super::{backend, buffer_type};
+use crate::backend::adapter::new_event;
+use crate::backend::backend::{BackendPtr, EventPtr};
 use crate::backend::buffer::BufferTypePtr;
-use crate::backend::interface::{Backend, BufferType, DevCaps, DevProps, DevType, Device, DeviceInterface, Event};
-use crate::core::tensor::Tensor;
+use crate::backend::device::DevicePtr;
+use crate::backend::interface::{DevCaps, DevProps, DevType};
+use crate::backend::traits::{Device, Event};
+use crate::core::tensor::TensorPtr;
 use crate::rpc::wire::Command;
 
-pub struct DeviceContext {
+pub struct RpcDevice {
     pub endpoint: String,
     /// The device's index on its server.
     pub index: u32,
     name: CString,
     description: CString,
-    /// The uid of the last graph sent to this device: the same uid again is recomputed on the
-    /// server from its stored copy instead of being sent.
-    pub last_graph_uid: AtomicU64,
+    /// The uid of the last graph sent to this device, shared with its backends: the same uid
+    /// again is recomputed on the server from its stored copy instead of being sent.
+    last_graph_uid: Arc<AtomicU64>,
 }
 
-const INTERFACE: DeviceInterface = DeviceInterface {
-    get_name: Some(get_name),
-    get_description: Some(get_description),
-    get_memory: Some(get_memory),
-    get_type: Some(get_type),
-    get_props: Some(get_props),
-    init_backend: Some(init_backend),
-    get_buffer_type: Some(get_buffer_type),
-    get_host_buffer_type: None,
-    buffer_from_host_ptr: None,
-    supports_op: Some(supports_op),
-    supports_buft: Some(supports_buft),
-    offload_op: None,
-    event_new: Some(event_new),
-    event_free: Some(event_free),
-    event_synchronize: Some(event_synchronize),
-};
-
-/// A new device for device `index` of the server at `endpoint`, named `"RPC<number>"` and
-/// described by the endpoint; it lives for the process.
-pub fn new(endpoint: &str, index: u32, number: u32) -> *mut Device {
-    let context = Box::new(DeviceContext {
-        endpoint: endpoint.to_owned(),
-        index,
-        name: CString::new(format!("RPC{number}")).unwrap_or_default(),
-        description: CString::new(endpoint).unwrap_or_default(),
-        last_graph_uid: AtomicU64::new(0),
-    });
-    let device =
-        Box::new(Device { iface: INTERFACE, reg: registry::base_ptr(), context: Box::into_raw(context).cast() });
-    Box::into_raw(device)
+impl RpcDevice {
+    /// Device `index` of the server at `endpoint`, named `"RPC<number>"` and described by the
+    /// endpoint.
+    pub fn new(endpoint: &str, index: u32, number: u32) -> RpcDevice {
+        RpcDevice {
+            endpoint: endpoint.to_owned(),
+            index,
+            name: CString::new(format!("RPC{number}")).unwrap_or_default(),
+            description: CString::new(endpoint).unwrap_or_default(),
+            last_graph_uid: Arc::new(AtomicU64::new(0)),
+        }
+    }
 }
 
-/// # Safety
-/// `dev` is a device made by [`new`].
-pub unsafe fn context<'a>(dev: *mut Device) -> &'a DeviceContext {
-    // SAFETY: the caller's contract: the context is the leaked DeviceContext.
-    unsafe { &*(*dev).context.cast::<DeviceContext>() }
+/// An event of a server's device: complete when recorded (see above).
+struct RpcEvent;
+
+impl Event for RpcEvent {
+    fn synchronize(&self) {}
 }
 
 /// `ggml_backend_rpc_get_device_memory`: the server's `(free, total)`, or zeros (logged) when
@@ -81,71 +67,48 @@ pub fn memory(endpoint: &str, index: u32) -> (usize, usize) {
     (field(0), field(8))
 }
 
-unsafe extern "C" fn get_name(dev: *mut Device) -> *const c_char {
-    // SAFETY: called by the device's own table.
-    unsafe { context(dev) }.name.as_ptr()
-}
-
-unsafe extern "C" fn get_description(dev: *mut Device) -> *const c_char {
-    // SAFETY: called by the device's own table.
-    unsafe { context(dev) }.description.as_ptr()
-}
-
-unsafe extern "C" fn get_memory(dev: *mut Device, free: *mut usize, total: *mut usize) {
-    // SAFETY: called by the device's own table with valid out-pointers.
-    unsafe {
-        let ctx = context(dev);
-        (*free, *total) = memory(&ctx.endpoint, ctx.index);
+impl Device for RpcDevice {
+    fn get_name(&self) -> &CStr {
+        &self.name
     }
-}
 
-unsafe extern "C" fn get_type(_dev: *mut Device) -> DevType {
-    // the protocol does not say what the remote device is; the reference reports a GPU
-    DevType::GPU
-}
+    fn get_description(&self) -> &CStr {
+        &self.description
+    }
 
-unsafe extern "C" fn get_props(dev: *mut Device, props: *mut DevProps) {
-    // SAFETY: called by the device's own table with a struct to fill.
-    unsafe {
-        let props = &mut *props;
-        props.name = get_name(dev);
-        props.description = get_description(dev);
-        props.type_ = get_type(dev);
-        get_memory(dev, &mut props.memory_free, &mut props.memory_total);
-        props.caps =
+    fn get_memory(&self) -> (usize, usize) {
+        memory(&self.endpoint, self.index)
+    }
+
+    /// The protocol does not say what the remote device is; the reference reports a GPU.
+    fn get_type(&self) -> DevType {
+        DevType::GPU
+    }
+
+    fn get_props(&self) -> DevProps {
+        let caps =
             DevCaps { async_: true, host_buffer: false, buffer_from_host_ptr: false, events: true, mmap_support: true };
+        DevProps::describe(self, caps)
+    }
+
+    fn init_backend(&self, this: DevicePtr, _params: Option<&CStr>) -> Option<BackendPtr> {
+        backend::new(this, &self.endpoint, self.index, Arc::clone(&self.last_graph_uid))
+    }
+
+    fn get_buffer_type(&self, this: DevicePtr) -> Option<BufferTypePtr> {
+        buffer_type::buffer_type(&self.endpoint, self.index, this)
+    }
+
+    /// Every op: the server checks what it receives.
+    fn supports_op(&self, _op: TensorPtr) -> bool {
+        true
+    }
+
+    fn supports_buft(&self, buft: BufferTypePtr) -> bool {
+        buffer_type::is_of(buft, &self.endpoint, self.index)
+    }
+
+    fn event_new(&self, this: DevicePtr) -> Option<EventPtr> {
+        Some(new_event(this, Box::new(RpcEvent)))
     }
 }
-
-unsafe extern "C" fn init_backend(dev: *mut Device, _params: *const c_char) -> *mut Backend {
-    // SAFETY: called by the device's own table.
-    let ctx = unsafe { context(dev) };
-    backend::init(&ctx.endpoint, ctx.index).unwrap_or(std::ptr::null_mut())
-}
-
-unsafe extern "C" fn get_buffer_type(dev: *mut Device) -> *mut BufferType {
-    // SAFETY: called by the device's own table.
-    let ctx = unsafe { context(dev) };
-    buffer_type::buffer_type(&ctx.endpoint, ctx.index).map_or(std::ptr::null_mut(), BufferTypePtr::as_ptr)
-}
-
-unsafe extern "C" fn supports_op(_dev: *mut Device, _op: *const Tensor) -> bool {
-    true
-}
-
-unsafe extern "C" fn supports_buft(dev: *mut Device, buft: *mut BufferType) -> bool {
-    // SAFETY: called by the device's own table; a non-null buffer type is live.
-    let (ctx, buft) = unsafe { (context(dev), BufferTypePtr::from_raw(buft)) };
-    buft.is_some_and(|b| buffer_type::is_of(b, &ctx.endpoint, ctx.index))
-}
-
-unsafe extern "C" fn event_new(dev: *mut Device) -> *mut Event {
-    Box::into_raw(Box::new(Event { device: dev, context: std::ptr::null_mut() }))
-}
-
-unsafe extern "C" fn event_free(_dev: *mut Device, event: *mut Event) {
-    // SAFETY: events come from `event_new` and are freed once.
-    drop(unsafe { Box::from_raw(event) });
-}
-
-unsafe extern "C" fn event_synchronize(_dev: *mut Device, _event: *mut Event) {}

@@ -4,37 +4,33 @@
 //! Every device's `reg` is the base registry, which is how llama.cpp recognizes them.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, CString, c_char, c_void};
+use std::ffi::{CStr, CString, c_void};
+use std::ptr::NonNull;
 use std::sync::{LazyLock, Mutex};
 
 use super::connection::Connection;
-use super::device;
-use crate::backend::interface::{Device, GGML_BACKEND_API_VERSION, Reg, RegInterface};
-use crate::backend::reg::{RegPtr, StaticReg};
+use super::device::RpcDevice;
+use crate::backend::adapter::{StaticReg, leak_device, leak_reg};
+use crate::backend::device::DevicePtr;
+use crate::backend::reg::RegPtr;
+use crate::backend::traits::Reg;
 use crate::rpc::wire::Command;
 
-static BASE: StaticReg = StaticReg::new(INTERFACE);
+/// The base registry, "RPC": no devices of its own.
+struct BaseReg;
 
-const INTERFACE: RegInterface = RegInterface {
-    get_name: Some(get_name),
-    get_device_count: Some(get_device_count),
-    get_device: Some(get_device),
-    get_proc_address: Some(get_proc_address),
-};
-
-/// A server's registry: its name and devices (the base registry has no context).
-struct ServerRegContext {
+/// A server's registry, `"RPC[endpoint]"`.
+struct ServerReg {
     name: CString,
-    devices: Vec<*mut Device>,
+    devices: Vec<DevicePtr>,
 }
+
+static BASE_OBJECT: &dyn Reg = &BaseReg;
+static BASE: StaticReg = StaticReg::new(&BASE_OBJECT);
 
 /// `ggml_backend_rpc_reg`.
 pub fn base() -> RegPtr {
     BASE.handle()
-}
-
-pub(super) fn base_ptr() -> *mut Reg {
-    BASE.as_ptr()
 }
 
 struct Servers {
@@ -67,18 +63,18 @@ pub fn add_server(endpoint: &str) -> Option<RegPtr> {
     }
     let first = servers.next_device;
     servers.next_device += count;
-    let devices = (0..count).map(|i| device::new(endpoint, i, first + i)).collect();
+    // every device's `reg` is the base registry, which is how llama.cpp recognizes them
+    let devices =
+        (0..count).map(|i| leak_device(BASE.as_ptr(), |_| Box::new(RpcDevice::new(endpoint, i, first + i)))).collect();
     let name = CString::new(format!("RPC[{endpoint}]")).unwrap_or_default();
-    let context = Box::into_raw(Box::new(ServerRegContext { name, devices }));
-    let reg = Box::new(Reg { api_version: GGML_BACKEND_API_VERSION, iface: INTERFACE, context: context.cast() });
-    // SAFETY: just leaked: a server's registry lives for the process, as in the reference.
-    let reg = unsafe { RegPtr::from_raw(Box::into_raw(reg)) }?;
+    // a server's registry lives for the process, as in the reference
+    let reg = leak_reg(Box::new(ServerReg { name, devices }));
     servers.regs.insert(endpoint.to_owned(), reg);
     Some(reg)
 }
 
 /// Device `index` of the server at `endpoint`; `None` (logged) when there is no such device.
-pub fn device(endpoint: &str, index: u32) -> Option<*mut Device> {
+pub fn device(endpoint: &str, index: u32) -> Option<DevicePtr> {
     let reg = add_server(endpoint)?;
     if usize::try_from(index).is_ok_and(|i| i < reg.dev_count()) {
         return Some(reg.dev_get(index as usize));
@@ -87,60 +83,47 @@ pub fn device(endpoint: &str, index: u32) -> Option<*mut Device> {
     None
 }
 
-/// # Safety
-/// `reg` is the base registry or one made by [`add_server`].
-unsafe fn context<'a>(reg: *mut Reg) -> Option<&'a ServerRegContext> {
-    // SAFETY: the caller's contract: the context is null or a leaked ServerRegContext.
-    unsafe { (*reg).context.cast::<ServerRegContext>().as_ref() }
+impl Reg for BaseReg {
+    fn get_name(&self) -> &CStr {
+        c"RPC"
+    }
+
+    fn get_device_count(&self) -> usize {
+        0
+    }
+
+    fn get_device(&self, _index: usize) -> DevicePtr {
+        crate::ggml_abort!("the RPC registry lists no devices: add a server with ggml_backend_rpc_add_server")
+    }
+
+    /// The registry's extra functions, which are C functions of `ffi` (a seam of `lib.rs`).
+    fn get_proc_address(&self, name: &CStr) -> Option<NonNull<c_void>> {
+        crate::ffi::rpc::proc_address(name)
+    }
 }
 
-unsafe extern "C" fn get_name(reg: *mut Reg) -> *const c_char {
-    // SAFETY: called by the registry's own table.
-    unsafe { context(reg) }.map_or(c"RPC".as_ptr(), |c| c.name.as_ptr())
-}
+impl Reg for ServerReg {
+    fn get_name(&self) -> &CStr {
+        &self.name
+    }
 
-unsafe extern "C" fn get_device_count(reg: *mut Reg) -> usize {
-    // SAFETY: called by the registry's own table.
-    unsafe { context(reg) }.map_or(0, |c| c.devices.len())
-}
+    fn get_device_count(&self) -> usize {
+        self.devices.len()
+    }
 
-unsafe extern "C" fn get_device(reg: *mut Reg, index: usize) -> *mut Device {
-    // SAFETY: called by the registry's own table.
-    match unsafe { context(reg) } {
-        None => crate::ggml_abort!("the RPC registry lists no devices: add a server with ggml_backend_rpc_add_server"),
-        Some(c) => match c.devices.get(index) {
+    fn get_device(&self, index: usize) -> DevicePtr {
+        match self.devices.get(index) {
             Some(&d) => d,
-            None => {
-                crate::ggml_abort!("{} has {} devices, not index {}", c.name.to_string_lossy(), c.devices.len(), index)
-            }
-        },
+            None => crate::ggml_abort!(
+                "{} has {} devices, not index {}",
+                self.name.to_string_lossy(),
+                self.devices.len(),
+                index
+            ),
+        }
     }
-}
 
-/// `ggml_backend_rpc_add_server` with its C signature, for the registry's proc address.
-///
-/// # Safety
-/// `endpoint` is NULL (which aborts) or a C string.
-pub unsafe extern "C" fn add_server_c(endpoint: *const c_char) -> *mut Reg {
-    // SAFETY: the function's contract.
-    let endpoint = unsafe { crate::rpc::endpoint_arg(endpoint, "ggml_backend_rpc_add_server") };
-    add_server(&endpoint).map_or(std::ptr::null_mut(), RegPtr::as_ptr)
-}
-
-unsafe extern "C" fn get_proc_address(_reg: *mut Reg, name: *const c_char) -> *mut c_void {
-    if name.is_null() {
-        return std::ptr::null_mut();
+    fn get_proc_address(&self, name: &CStr) -> Option<NonNull<c_void>> {
+        crate::ffi::rpc::proc_address(name)
     }
-    // SAFETY: non-null names are C strings.
-    let name = unsafe { CStr::from_ptr(name) };
-    if name == c"ggml_backend_rpc_add_server" {
-        let f: unsafe extern "C" fn(*const c_char) -> *mut Reg = add_server_c;
-        return f as *mut c_void;
-    }
-    if name == c"ggml_backend_rpc_start_server" {
-        let f: unsafe extern "C" fn(*const c_char, *const c_char, usize, usize, *mut *mut Device) =
-            crate::rpc::start::start_server_c;
-        return f as *mut c_void;
-    }
-    std::ptr::null_mut()
 }

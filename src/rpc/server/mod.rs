@@ -31,12 +31,9 @@ use super::transport::{Listener, Stream};
 use super::wire::{VERSION, parse_endpoint};
 use crate::backend::backend::BackendPtr;
 use crate::backend::device::{DevicePtr, lossy};
-use crate::backend::interface::Backend;
+use crate::backend::interface::SetNThreadsFn;
 use crate::backend::reg::RegPtr;
 use session::Session;
-
-/// `ggml_backend_set_n_threads_t`.
-type SetNThreads = unsafe extern "C" fn(*mut Backend, c_int);
 
 /// A backend per served device, and what the server shares between connections.
 pub struct Server {
@@ -53,8 +50,7 @@ impl Server {
         let mut server =
             Server { backends: Vec::new(), cache_dir: cache_dir.map(Path::to_path_buf), live_buffers: Arc::default() };
         for &dev in devices {
-            // SAFETY: devices return NULL or a backend that lives until it is freed (by drop).
-            let Some(backend) = (unsafe { BackendPtr::from_raw(dev.init_backend(None)) }) else {
+            let Some(backend) = dev.init_backend(None) else {
                 return Err(format!("Failed to create backend for device {}", dev.name_lossy()));
             };
             server.backends.push(backend);
@@ -113,7 +109,7 @@ fn set_n_threads(dev: DevicePtr, backend: BackendPtr, n_threads: usize) {
         return;
     }
     // SAFETY: registries export this name with ggml's `ggml_backend_set_n_threads_t`.
-    let f = unsafe { std::mem::transmute::<*mut c_void, SetNThreads>(f) };
+    let f = unsafe { std::mem::transmute::<*mut c_void, SetNThreadsFn>(f) };
     // SAFETY: `backend` was made by this registry's device and is live.
     unsafe { f(backend.as_ptr(), c_int::try_from(n_threads).unwrap_or(c_int::MAX)) };
 }

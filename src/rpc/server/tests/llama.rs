@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 
 use super::*;
-use crate::backend::backend::BackendPtr;
 use crate::backend::buffer;
 use crate::backend::host_buffer::cpu_buffer_type;
 use crate::backend::tallocr;
@@ -155,7 +154,7 @@ fn a_llama_block_is_served_and_matches_the_local_cpu() {
     local.clear(0);
     let dev = cpu_device();
     // SAFETY: the CPU device makes live backends.
-    let backend = unsafe { BackendPtr::from_raw(dev.init_backend(None)) }.expect("a backend");
+    let backend = dev.init_backend(None).expect("a backend");
     super::super::set_n_threads(dev, backend, 1);
 
     // remote: a buffer of the same size, every tensor at the same offset

@@ -31,8 +31,7 @@ use crate::rpc::transport::{Listener, Stream};
 use crate::rpc::wire::{Command, HELLO_REPLY_SIZE, WireTensor, Writer};
 
 pub(super) fn cpu_device() -> DevicePtr {
-    // SAFETY: the CPU registry's devices live for the whole process.
-    unsafe { DevicePtr::from_raw(crate::cpu::device::cpu_reg().dev_get(0)) }.expect("a CPU device")
+    crate::cpu::device::cpu_reg().dev_get(0)
 }
 
 /// A server thread, stopped and joined on drop.

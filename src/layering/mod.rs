@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+mod circles;
+
 /// The picture: each top-level module's row (0 at the bottom), and the sanctioned seams.
 #[derive(Debug, Default)]
 struct Picture {
