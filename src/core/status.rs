@@ -1,7 +1,11 @@
 //! `enum ggml_status`, declared in `ggml.h`: what a computation, an allocation or a backend
 //! call reports. Kernels, allocators and backends all return it, so it lives at the bottom.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
+
+/// `ggml_abort_callback` (`ggml.h`): polled between a graph's nodes; returning true stops the
+/// computation with [`Status::ABORTED`].
+pub type AbortCallback = Option<unsafe extern "C" fn(data: *mut c_void) -> bool>;
 
 /// `enum ggml_status`.
 #[repr(transparent)]

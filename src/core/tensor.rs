@@ -110,6 +110,13 @@ impl std::ops::Deref for TensorPtr {
 }
 
 impl Tensor {
+    /// The source in slot `i`, borrowed from this tensor, if any.
+    pub fn source(&self, i: usize) -> Option<&Tensor> {
+        // SAFETY: src[] slots hold null or tensors of the same (or an outliving) context, which
+        // live at least as long as this tensor is borrowed.
+        unsafe { self.src[i].as_ref() }
+    }
+
     // Shape arithmetic wraps as C's does: absurd shapes from a caller give the same (wrong)
     // answers as in ggml instead of a debug-build overflow abort.
     pub fn nelements(&self) -> i64 {

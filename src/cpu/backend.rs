@@ -11,14 +11,15 @@ use std::any::Any;
 use std::ffi::{CStr, c_int, c_void};
 
 use super::api;
-use super::plan::{AbortCallback, DEFAULT_N_THREADS, Plan};
-use super::pool::Threadpool;
+use super::plan::{DEFAULT_N_THREADS, Plan};
+use super::threadpool::Threadpool;
 use crate::backend::adapter::new_backend;
 use crate::backend::backend::BackendPtr;
 use crate::backend::device::DevicePtr;
 use crate::backend::guid::StaticGuid;
 use crate::backend::traits;
 use crate::core::graph::Graph;
+use crate::core::status::AbortCallback;
 use crate::core::status::Status;
 use crate::core::threadpool_params::ThreadpoolParams;
 

@@ -11,9 +11,8 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Mutex, TryLockError};
 
 use super::plan::Plan;
-use super::pool::{Team, Threadpool};
+use super::threadpool::{Team, Threadpool};
 use crate::core::graph::Graph;
-use crate::core::op::Op;
 use crate::core::status::Status;
 use crate::core::tensor::{TensorPtr, flag};
 use crate::core::threadpool_params::ThreadpoolParams;
@@ -87,11 +86,6 @@ where
     }
 }
 
-/// `ggml_op_is_empty`: ops that only describe a view of their source and compute nothing.
-pub fn op_is_empty(op: Op) -> bool {
-    matches!(op, Op::NONE | Op::RESHAPE | Op::TRANSPOSE | Op::VIEW | Op::PERMUTE)
-}
-
 /// No node index: nothing has stopped the computation.
 const RUNNING: usize = usize::MAX;
 
@@ -144,7 +138,7 @@ impl<K: Kernel> Computation<'_, K> {
         while i < n_nodes && self.stop_at.load(Ordering::Relaxed) != i {
             let node = self.graph.node(i);
             // ggml computes no node without elements (kernels may divide by an extent).
-            if op_is_empty(node.op) || node.is_empty() || node.flags & flag::COMPUTE == 0 {
+            if node.op.is_empty() || node.is_empty() || node.flags & flag::COMPUTE == 0 {
                 i += 1;
                 continue;
             }
@@ -241,9 +235,9 @@ mod tests {
     use crate::core::context::{Context, InitParams};
     use crate::core::graph::GraphPtr;
     use crate::core::graph::cgraph::new_graph_custom;
+    use crate::core::op::Op;
     use crate::core::types::Type;
     use crate::cpu::plan::{DefaultOps, plan};
-    use std::ffi::c_void;
     use std::sync::atomic::AtomicU64;
 
     const CHUNKS: usize = 16;
@@ -380,12 +374,6 @@ mod tests {
         });
     }
 
-    unsafe extern "C" fn abort_after_two(data: *mut c_void) -> bool {
-        // SAFETY: the test passes a pointer to an AtomicUsize that outlives the computation.
-        let calls = unsafe { &*data.cast::<AtomicUsize>() };
-        calls.fetch_add(1, Ordering::Relaxed) + 1 >= 2
-    }
-
     #[test]
     fn abort_callback_stops_the_computation() {
         let mut c = ctx();
@@ -396,7 +384,7 @@ mod tests {
             let kernel = |p: &ComputeParams, node: TensorPtr| ran.kernel(p, node);
             let calls = AtomicUsize::new(0);
             let mut plan = plan(&g, n, Some(&pool), &DefaultOps);
-            plan.abort_callback = Some(abort_after_two);
+            plan.abort_callback = Some(crate::ffi::test_callbacks::abort_after_two);
             plan.abort_callback_data = std::ptr::from_ref(&calls).cast_mut().cast();
             // SAFETY: the pool is alive, no work buffer is needed, `calls` outlives the call.
             assert_eq!(unsafe { compute(&g, &plan, &kernel) }, Status::ABORTED);

@@ -7,11 +7,11 @@ pub mod barrier;
 pub mod compute;
 pub mod futex;
 pub mod plan;
-pub mod pool;
+pub mod threadpool;
 
 pub use compute::{ComputeParams, Kernel, compute};
 pub use plan::{OpTable, Plan, plan};
-pub use pool::{Team, Threadpool};
+pub use threadpool::{Team, Threadpool};
 pub mod api;
 pub mod backend;
 pub mod device;

@@ -6,19 +6,21 @@
 use std::ffi::{CStr, c_int, c_void};
 use std::ptr::NonNull;
 
+use super::cpu_kernels::type_traits::{TypeTraitsCpu, type_traits_cpu};
 use crate::backend::interface::{Backend, BackendFeature, BufferType, Device, Reg};
 use crate::core::context::Context;
 use crate::core::element;
 use crate::core::graph::Graph;
+use crate::core::status::AbortCallback;
 use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::threadpool_params::ThreadpoolParams;
 use crate::core::types::Type;
-use crate::cpu::api::{self, CpuFeature, TypeTraitsCpu, cpu_has};
+use crate::cpu::api::{self, CpuFeature, cpu_has};
 use crate::cpu::backend::{self, cpu_backend};
 use crate::cpu::device;
-use crate::cpu::plan::{AbortCallback, Plan};
-use crate::cpu::pool::Threadpool;
+use crate::cpu::plan::Plan;
+use crate::cpu::threadpool::Threadpool;
 use crate::ffi::handle::{arg, opt_arg};
 use crate::quants::half::Bf16;
 
@@ -193,7 +195,7 @@ cpu_queries! {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn ggml_get_type_traits_cpu(type_: Type) -> *const TypeTraitsCpu {
-    api::type_traits_cpu(type_)
+    type_traits_cpu(type_)
 }
 
 #[unsafe(no_mangle)]

@@ -22,7 +22,7 @@ use crate::core::graph::{Graph, HashSet};
 use crate::core::log::abort_at_caller;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::cpu::plan::Plan;
-use crate::cpu::pool::Threadpool;
+use crate::cpu::threadpool::Threadpool;
 use crate::gguf::GgufContext;
 use crate::opt::{Dataset, OptContext, OptResult};
 use crate::sched::Sched;

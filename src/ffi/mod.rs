@@ -35,6 +35,8 @@ pub mod rpc;
 pub mod sched;
 pub mod status;
 pub mod tensor;
+#[cfg(test)]
+pub(crate) mod test_callbacks;
 pub mod threadpool_params;
 pub mod variadic;
 pub mod version;

@@ -212,7 +212,7 @@ unsafe extern "C" fn host_graph_compute(_: *mut Backend, graph: *mut Graph) -> S
     // SAFETY: the scheduler passes a live graph of allocated host tensors.
     let graph = unsafe { &*graph };
     for node in graph.nodes().filter(|n| n.op != Op::NONE && !n.is_empty()) {
-        if !matches!(node.op, Op::VIEW | Op::RESHAPE | Op::PERMUTE | Op::TRANSPOSE) {
+        if !node.op.is_view() {
             eval_node(node);
         }
     }

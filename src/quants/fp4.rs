@@ -10,9 +10,9 @@
 //! conversions here return half the scale to make up for it. Neither format has an
 //! importance-aware search: with an imatrix they quantize as without.
 
+use super::BlockCheck;
 use super::BlockFormat;
 use super::search::truncate_to_byte;
-use super::validate::BlockCheck;
 use crate::core::types::Type;
 
 const QK_MX: usize = 32;

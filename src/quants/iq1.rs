@@ -15,6 +15,7 @@
 
 use std::cmp::Ordering;
 
+use super::BlockCheck;
 use super::BlockFormat;
 use super::c_max;
 use super::half::Half;
@@ -22,7 +23,6 @@ use super::iq_grids::{self, Grid, Lookup, Neighbours, check_scale, points8};
 use super::iq2::missing_imatrix;
 use super::k_quants::{QK_K, sum_squares};
 use super::search::nearest_int;
-use super::validate::BlockCheck;
 use crate::core::types::Type;
 use std::mem::offset_of;
 

@@ -13,6 +13,7 @@
 //! A value is `d * (0.5 + scale) / 4 * grid value * sign`. The quantizers need an importance
 //! matrix for `iq2_xxs` and `iq2_xs`; `iq2_s` falls back to weights from the values.
 
+use super::BlockCheck;
 use super::BlockFormat;
 use super::half::Half;
 use super::iq_grids::{
@@ -22,7 +23,6 @@ use super::iq_grids::{
 use super::k_quants::search::positive_scale;
 use super::k_quants::{QK_K, sum_squares};
 use super::search::GROUP_MAX_EPS;
-use super::validate::BlockCheck;
 use super::{block_weights, c_max};
 use crate::core::types::Type;
 use std::mem::offset_of;

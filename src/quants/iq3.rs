@@ -12,6 +12,7 @@
 //! Both quantizers work with or without an importance matrix (without one, x² weighs each
 //! value).
 
+use super::BlockCheck;
 use super::BlockFormat;
 use super::c_max;
 use super::half::Half;
@@ -20,7 +21,6 @@ use super::iq_grids::{
     signs_from_seven,
 };
 use super::k_quants::{QK_K, sum_squares};
-use super::validate::BlockCheck;
 use crate::core::types::Type;
 use std::mem::offset_of;
 

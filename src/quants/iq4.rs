@@ -10,9 +10,9 @@
 //! nibble. Group scales are found by a weighted least-squares fit tried at several trial
 //! scales; without an importance matrix the weights are x².
 
+use super::BlockCheck;
 use super::half::Half;
 use super::search::{GROUP_MAX_EPS, nearest_int};
-use super::validate::BlockCheck;
 use super::{BlockFormat, block_weights};
 use crate::core::types::Type;
 use std::mem::offset_of;

@@ -4,9 +4,9 @@
 //! Value j of a block sits in byte j/8 (bit j%8) for q1_0, byte j/4 (bits 2·(j%4)) for q2_0.
 //! Neither format has an importance-aware search: with an imatrix they quantize as without.
 
+use super::BlockCheck;
 use super::BlockFormat;
 use super::half::Half;
-use super::validate::BlockCheck;
 use crate::core::types::Type;
 use std::mem::offset_of;
 

@@ -32,6 +32,23 @@ pub mod validate;
 
 use crate::core::types::Type;
 
+/// What has to be checked in each block of a block format (its [`BlockFormat::CHECK`]).
+#[derive(Clone, Copy)]
+pub enum BlockCheck {
+    /// Binary16 scales at these byte offsets.
+    HalfScales(&'static [usize]),
+    /// An f32 scale at the start.
+    F32Scale,
+    /// An E8M0 exponent at the start, where 0xff is invalid.
+    E8m0Scale,
+    /// IQ1_M's binary16 scale, spread over the top nibbles of four 16-bit words at byte 48.
+    Iq1mScale,
+    /// Nothing: any bytes are valid.
+    Nothing,
+    /// Not a format ggml validates: rows of it are rejected as of an invalid type.
+    Rejected,
+}
+
 /// One block-quantized format: `QK` values stored together with their scale(s).
 ///
 /// # Safety
@@ -51,7 +68,7 @@ pub unsafe trait BlockFormat: Copy + Default {
     fn dequantize(&self, y: &mut [f32]);
 
     /// Where `ggml_validate_row_data` looks for NaN and infinity in a block.
-    const CHECK: validate::BlockCheck;
+    const CHECK: BlockCheck;
 
     /// Whether quantizing needs an importance matrix (`ggml_quantize_requires_imatrix`).
     const NEEDS_IMATRIX: bool = false;

@@ -1,9 +1,9 @@
 //! 4-bit blocks of 32: `q4_0` (symmetric, x = d·(q-8)) and `q4_1` (affine, x = d·q + m).
 //! Value j of a block sits in the low nibble of byte j, value j+16 in its high nibble.
 
+use super::BlockCheck;
 use super::half::Half;
 use super::search::{self, Search, Sweep, Weighting};
-use super::validate::BlockCheck;
 use super::{BlockFormat, block_weights, inverse, mean_square, min_max, signed_absmax};
 use crate::core::types::Type;
 use std::mem::offset_of;

@@ -2,10 +2,10 @@
 //! The low four bits are packed as in the 4-bit formats; bit 4 of value j is bit j of the
 //! little-endian 32-bit word `qh`.
 
+use super::BlockCheck;
 use super::half::Half;
 use super::q4::AFFINE_SWEEP;
 use super::search::{self, Search, Weighting};
-use super::validate::BlockCheck;
 use super::{BlockFormat, block_weights, inverse, mean_square, min_max, signed_absmax};
 use crate::core::types::Type;
 use std::mem::offset_of;

@@ -1,9 +1,9 @@
 //! 8-bit blocks of 32: `q8_0` (x = d·q) and `q8_1`, which also stores d·Σq for the dot
 //! products that use it as their right-hand side.
 
+use super::BlockCheck;
 use super::half::Half;
 use super::search::round_to_byte;
-use super::validate::BlockCheck;
 use super::{BlockFormat, c_max, inverse};
 use crate::core::types::Type;
 use std::mem::offset_of;

@@ -11,8 +11,8 @@
 //!
 //! Neither format has an importance-aware search: with an imatrix they quantize as without.
 
+use super::BlockCheck;
 use super::half::Half;
-use super::validate::BlockCheck;
 use super::{BlockFormat, c_max};
 use crate::core::types::Type;
 use std::mem::offset_of;

@@ -1,27 +1,10 @@
 //! `ggml_validate_row_data`: rejects rows whose float values or block scales are NaN or
 //! infinite (and MXFP4 blocks with the reserved exponent), reporting the first problem found.
 
-use super::BlockFormat;
 use super::formats::with_block_format;
 use super::half::Half;
+use super::{BlockCheck, BlockFormat};
 use crate::core::types::Type;
-
-/// What has to be checked in each block of a block format (its [`BlockFormat::CHECK`]).
-#[derive(Clone, Copy)]
-pub enum BlockCheck {
-    /// Binary16 scales at these byte offsets.
-    HalfScales(&'static [usize]),
-    /// An f32 scale at the start.
-    F32Scale,
-    /// An E8M0 exponent at the start, where 0xff is invalid.
-    E8m0Scale,
-    /// IQ1_M's binary16 scale, spread over the top nibbles of four 16-bit words at byte 48.
-    Iq1mScale,
-    /// Nothing: any bytes are valid.
-    Nothing,
-    /// Not a format ggml validates: rows of it are rejected as of an invalid type.
-    Rejected,
-}
 
 /// What has to be checked in a row of one type.
 enum Check {

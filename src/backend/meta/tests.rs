@@ -16,40 +16,9 @@ use crate::core::context::{Context, InitParams};
 use crate::core::graph::cgraph;
 use crate::core::ops::{elementwise, matmul, shape};
 use crate::core::status::Status;
-use crate::core::tensor::{Tensor, TensorPtr};
+use crate::core::tensor::TensorPtr;
 use crate::core::types::Type;
-
-/// Splits by tensor name: `a0_<x>_<y>` along axis 0 with pieces x and y, `a1_...` along
-/// axis 1, `seg_...` along axis 0 in two segments of [1, 1] and [1, 3], `part` partial,
-/// anything else mirrored.
-unsafe extern "C" fn split_by_name(tensor: *const Tensor, _ud: *mut c_void) -> SplitState {
-    // SAFETY: the meta buffer passes a live tensor.
-    let name = unsafe { &*tensor }.name().to_owned();
-    let pieces = |axis: SplitAxis, rest: &str| {
-        let mut state = SplitState::new(axis);
-        for (j, p) in rest.split('_').enumerate() {
-            state.ne[j] = p.parse().expect("piece size");
-        }
-        state
-    };
-    if let Some(rest) = name.strip_prefix("a0_") {
-        pieces(SplitAxis::AXIS_0, rest)
-    } else if let Some(rest) = name.strip_prefix("a1_") {
-        pieces(SplitAxis::AXIS_1, rest)
-    } else if name.starts_with("seg") {
-        let mut state = SplitState::new(SplitAxis::AXIS_0);
-        state.n_segments = 2;
-        state.nr = [0; 16];
-        state.nr[0] = 1;
-        state.nr[1] = 1;
-        state.ne[..4].copy_from_slice(&[1, 1, 1, 3]);
-        state
-    } else if name == "part" {
-        SplitState::new(SplitAxis::PARTIAL)
-    } else {
-        SplitState::new(SplitAxis::MIRRORED)
-    }
-}
+use crate::ffi::test_callbacks::split_by_name;
 
 fn test_devices(n: usize) -> Vec<DevicePtr> {
     const NAMES: [&str; 4] = ["A", "B", "C", "D"];

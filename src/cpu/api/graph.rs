@@ -8,7 +8,7 @@ use crate::core::status::Status;
 use crate::cpu::compute;
 use crate::cpu::kernels::CpuKernels;
 use crate::cpu::plan::{self, Plan};
-use crate::cpu::pool::Threadpool;
+use crate::cpu::threadpool::Threadpool;
 use std::ffi::c_int;
 
 /// `ggml_graph_plan` with this build's kernels.

@@ -1,5 +1,5 @@
 //! `ggml-cpu.h` in Rust terms, one file per part of it: start-up, NUMA discovery, what the
-//! processor offers, row conversions, the per-type CPU traits, and planning and computing a
+//! processor offers, row conversions, and planning and computing a
 //! graph with the CPU kernels. `ffi::cpu` exports these to C.
 
 mod convert;
@@ -7,11 +7,9 @@ mod features;
 mod graph;
 mod numa;
 mod settings;
-mod type_traits;
 
 pub use convert::{bf16_to_fp32, fp16_to_fp32, fp32_to_bf16, fp32_to_fp16, fp32_to_i32};
 pub use features::{CpuFeature, backend_features, cpu_has};
 pub use graph::{graph_compute, graph_compute_with_ctx, graph_plan};
 pub use numa::{NumaTopology, is_numa, numa_init, numa_strategy, numa_topology};
 pub use settings::{cpu_init, fusion_enabled};
-pub use type_traits::{TypeTraitsCpu, VecDotFn, dot_rows, type_traits_cpu, vec_dot_type};

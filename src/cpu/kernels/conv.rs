@@ -82,11 +82,6 @@ fn is_plain_float(t: Type) -> bool {
     matches!(t, Type::F32 | Type::F16 | Type::BF16)
 }
 
-fn source_ref(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 /// The element types the dot products of the convolutions run in: f32, or binary16 bits
 /// when the kernel is F16 (the reference rounds the unfolded input to the kernel's type).
 trait DotElem: Copy + Default {
@@ -117,7 +112,7 @@ impl DotElem for u16 {
 
 /// IM2COL: F16 or F32 out, from an F32, F16 or BF16 input whose rows are packed.
 pub fn im2col_supports(node: &Tensor) -> bool {
-    let input = source_ref(node, 1);
+    let input = node.source(1);
     matches!(node.type_, Type::F32 | Type::F16) && input.is_some_and(|b| is_plain_float(b.type_))
 }
 
@@ -197,8 +192,8 @@ pub fn im2col(params: &ComputeParams, dst: TensorPtr) {
 
 /// IM2COL_BACK: an F32 column gradient, an F32 or F16 kernel (shape only), F32 out.
 pub fn im2col_back_supports(node: &Tensor) -> bool {
-    let grad = source_ref(node, 0);
-    let kernel = source_ref(node, 1);
+    let grad = node.source(0);
+    let kernel = node.source(1);
     node.type_ == Type::F32
         && grad.is_some_and(|g| g.type_ == Type::F32)
         && kernel.is_some_and(|k| matches!(k.type_, Type::F32 | Type::F16))
@@ -335,7 +330,7 @@ pub fn im2col_3d(params: &ComputeParams, dst: TensorPtr) {
 
 /// COL2IM_1D: F32, F16 or BF16 columns, the same type out, both contiguous.
 pub fn col2im_1d_supports(node: &Tensor) -> bool {
-    source_ref(node, 0).is_some_and(|s| is_plain_float(s.type_) && s.type_ == node.type_)
+    node.source(0).is_some_and(|s| is_plain_float(s.type_) && s.type_ == node.type_)
 }
 
 /// COL2IM_1D: overlap-adds columns `[K*OC, T_in]` into a signal `[T_out, OC]`: output `t`
@@ -377,7 +372,7 @@ pub fn col2im_1d(params: &ComputeParams, dst: TensorPtr) {
 
 /// CONV_TRANSPOSE_1D: F32 or F16 kernel, F32 input and output.
 pub fn conv_transpose_1d_supports(node: &Tensor) -> bool {
-    let (k, x) = (source_ref(node, 0), source_ref(node, 1));
+    let (k, x) = (node.source(0), node.source(1));
     node.type_ == Type::F32
         && k.is_some_and(|k| matches!(k.type_, Type::F32 | Type::F16))
         && x.is_some_and(|x| x.type_ == Type::F32)
@@ -386,7 +381,7 @@ pub fn conv_transpose_1d_supports(node: &Tensor) -> bool {
 /// The reference plan's scratch for CONV_TRANSPOSE_1D: the permuted kernel and input, in
 /// binary16 for 16-bit kernels and f32 for f32 ones.
 pub fn conv_transpose_1d_work_size(node: &Tensor, _n_tasks: usize) -> usize {
-    let (Some(k), Some(x)) = (source_ref(node, 0), source_ref(node, 1)) else {
+    let (Some(k), Some(x)) = (node.source(0), node.source(1)) else {
         crate::ggml_abort!("conv_transpose_1d without sources")
     };
     crate::ggml_assert!(k.ne[3] == 1);
@@ -461,7 +456,7 @@ pub fn conv_transpose_2d_supports(node: &Tensor) -> bool {
 /// The reference plan's scratch for CONV_TRANSPOSE_2D: permuted kernel and input in the
 /// kernel's type.
 pub fn conv_transpose_2d_work_size(node: &Tensor, _n_tasks: usize) -> usize {
-    let (Some(k), Some(x)) = (source_ref(node, 0), source_ref(node, 1)) else {
+    let (Some(k), Some(x)) = (node.source(0), node.source(1)) else {
         crate::ggml_abort!("conv_transpose_2d without sources")
     };
     crate::ggml_assert!(matches!(k.type_, Type::F16 | Type::F32));
@@ -550,7 +545,7 @@ const IM2COL_WORK_SIZE: usize = 16 * 1024 * 1024;
 
 /// CONV_2D: a contiguous F32 or F16 kernel, F32 input and output.
 pub fn conv_2d_supports(node: &Tensor) -> bool {
-    let (k, x) = (source_ref(node, 0), source_ref(node, 1));
+    let (k, x) = (node.source(0), node.source(1));
     node.type_ == Type::F32
         && k.is_some_and(|k| matches!(k.type_, Type::F32 | Type::F16) && k.is_contiguous())
         && x.is_some_and(|x| x.type_ == Type::F32)
@@ -662,7 +657,7 @@ fn conv_nd_typed<T: DotElem>(params: &ComputeParams, dst: TensorPtr, three_d: bo
 /// CONV_2D_DW: F32 or F16 kernel, F32 input and output; the input contiguous (WHCN) or
 /// channels-innermost (CWHN).
 pub fn conv_2d_dw_supports(node: &Tensor) -> bool {
-    let (k, x) = (source_ref(node, 0), source_ref(node, 1));
+    let (k, x) = (node.source(0), node.source(1));
     node.type_ == Type::F32
         && k.is_some_and(|k| matches!(k.type_, Type::F32 | Type::F16))
         && x.is_some_and(|x| x.type_ == Type::F32 && (x.is_contiguous() || x.is_contiguous_channels()))

@@ -325,8 +325,7 @@ pub(crate) fn is_plain(ty: Type) -> bool {
 
 /// Whether `dup`/`cpy`/`cont` kernels cover `node`'s source and result types and layout.
 pub fn copy_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let Some(s) = (unsafe { node.src[0].as_ref() }) else { return false };
+    let Some(s) = node.source(0) else { return false };
     let (from, to) = (s.type_, node.type_);
     if s.nelements() != node.nelements() {
         return false;
@@ -353,10 +352,8 @@ pub fn copy_supports(node: &Tensor) -> bool {
 
 /// Scratch bytes for a copy node run by `n_tasks` threads, as the reference plans it.
 pub fn copy_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let s = unsafe { node.src[0].as_ref() };
-    // SAFETY: as above.
-    let t = unsafe { node.src[1].as_ref() };
+    let s = node.source(0);
+    let t = node.source(1);
     let (Some(s), ne0) = (s, usize::try_from(node.ne[0]).unwrap_or(0)) else { return 0 };
     let via_f32 = |a: Type, b: Type| t.is_some_and(|t| s.type_ == a && t.type_ == b);
     let needs = node.type_.is_quantized()
@@ -549,8 +546,7 @@ fn dup_from_blocks(params: &ComputeParams, s: &Tensor, d: &Tensor) {
 
 /// Whether [`set`] covers `node`.
 pub fn set_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let (a, b) = unsafe { (node.src[0].as_ref(), node.src[1].as_ref()) };
+    let (a, b) = (node.source(0), node.source(1));
     match (a, b) {
         (Some(a), Some(b)) => {
             is_plain(a.type_)
@@ -727,7 +723,7 @@ mod tests {
     #[test]
     fn block_types_follow_the_cpu_type_traits() {
         for ty in all_types() {
-            let traits = crate::cpu::api::type_traits_cpu(ty);
+            let traits = crate::ffi::cpu_kernels::type_traits::type_traits_cpu(ty);
             let quantized = ty.is_quantized() && !matches!(ty, Type::Q8_1 | Type::Q8_K);
             // the activation formats aside, a block format is written where ggml's CPU has a
             // `from_float`, and read where it has a `to_float`

@@ -5,7 +5,9 @@
 
 use std::ffi::c_int;
 
-use crate::core::ops::custom::{CustomOpParamsAny, MapCustom1OpParams, MapCustom2OpParams, MapCustom3OpParams};
+use crate::core::ops::custom::{
+    CustomOpParamsAny, MapCustom1OpParams, MapCustom2OpParams, MapCustom3OpParams, N_TASKS_MAX,
+};
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::cpu::compute::ComputeParams;
 
@@ -13,6 +15,16 @@ use crate::cpu::compute::ComputeParams;
 /// callback is set.
 pub fn custom_supports(node: &Tensor) -> bool {
     CustomOpParamsAny::from_op_params(node).fun.is_some()
+}
+
+/// The custom ops' task count: what the user asked for when the op was made, at most the
+/// team (`GGML_N_TASKS_MAX` for all of it). Their params share one layout, the count at the
+/// same offset.
+pub fn custom_tasks(node: &Tensor, n_threads: usize) -> usize {
+    match CustomOpParamsAny::from_op_params(node).n_tasks {
+        N_TASKS_MAX => n_threads,
+        n => n_threads.min(usize::try_from(n).unwrap_or(1).max(1)),
+    }
 }
 
 /// The source in slot `i` as the callback receives it (null when the slot is empty).
@@ -70,75 +82,7 @@ mod tests {
     use crate::core::ops::custom as ops;
     use crate::core::types::Type;
     use crate::cpu::kernels::testing::*;
-
-    /// Element `i` of a contiguous F32 tensor, as the C callbacks would reach it.
-    ///
-    /// # Safety
-    /// `t` is a live contiguous F32 tensor with more than `i` elements.
-    unsafe fn elem(t: *const Tensor, i: usize) -> *mut f32 {
-        // SAFETY: as the caller promises.
-        unsafe { (*t).data.cast::<f32>().add(i) }
-    }
-
-    fn count(t: *const Tensor) -> usize {
-        // SAFETY: the callbacks get live tensors.
-        unsafe { (*t).nelements() as usize }
-    }
-
-    /// Counts calls in the AtomicUsize behind `userdata`.
-    fn tally(userdata: *mut c_void) {
-        // SAFETY: the tests pass a pointer to an AtomicUsize that outlives the computation.
-        unsafe { &*userdata.cast::<AtomicUsize>() }.fetch_add(1, Ordering::Relaxed);
-    }
-
-    unsafe extern "C" fn double(dst: *mut Tensor, a: *const Tensor, ith: c_int, nth: c_int, ud: *mut c_void) {
-        tally(ud);
-        for i in (ith as usize..count(dst)).step_by(nth as usize) {
-            // SAFETY: both tensors are contiguous F32 of the same size.
-            unsafe { *elem(dst, i) = 2.0 * *elem(a, i) };
-        }
-    }
-
-    unsafe extern "C" fn add2(
-        dst: *mut Tensor,
-        a: *const Tensor,
-        b: *const Tensor,
-        ith: c_int,
-        nth: c_int,
-        ud: *mut c_void,
-    ) {
-        tally(ud);
-        for i in (ith as usize..count(dst)).step_by(nth as usize) {
-            // SAFETY: as in `double`.
-            unsafe { *elem(dst, i) = *elem(a, i) + *elem(b, i) };
-        }
-    }
-
-    unsafe extern "C" fn fma3(
-        dst: *mut Tensor,
-        a: *const Tensor,
-        b: *const Tensor,
-        c: *const Tensor,
-        ith: c_int,
-        nth: c_int,
-        ud: *mut c_void,
-    ) {
-        tally(ud);
-        for i in (ith as usize..count(dst)).step_by(nth as usize) {
-            // SAFETY: as in `double`.
-            unsafe { *elem(dst, i) = *elem(a, i) * *elem(b, i) + *elem(c, i) };
-        }
-    }
-
-    unsafe extern "C" fn sum_srcs(dst: *mut Tensor, ith: c_int, nth: c_int, ud: *mut c_void) {
-        tally(ud);
-        // SAFETY: dst is live; its first two sources are set by the test.
-        let (a, b) = unsafe { ((*dst).src[0], (*dst).src[1]) };
-        for i in (ith as usize..count(dst)).step_by(nth as usize) {
-            // SAFETY: as in `double`.
-            unsafe { *elem(dst, i) = *elem(a, i) - *elem(b, i) };
-        }
-    }
+    use crate::ffi::test_callbacks::{add2, double, fma3, sum_srcs};
 
     #[test]
     fn callbacks_run_on_every_thread() {

@@ -8,13 +8,8 @@ use crate::cpu::kernels::copy::{split, src, use_simd};
 use crate::cpu::kernels::simd;
 use crate::quants::traits::type_traits;
 
-fn source_ref(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 fn all_f32(node: &Tensor, n_src: usize) -> bool {
-    node.type_ == Type::F32 && (0..n_src).all(|i| source_ref(node, i).is_some_and(|s| s.type_ == Type::F32))
+    node.type_ == Type::F32 && (0..n_src).all(|i| node.source(i).is_some_and(|s| s.type_ == Type::F32))
 }
 
 fn dot(x: &[f32], y: &[f32], simd: bool) -> f32 {
@@ -24,7 +19,7 @@ fn dot(x: &[f32], y: &[f32], simd: bool) -> f32 {
 /// LIGHTNING_INDEXER: F32 queries and weights, F16 mask, keys F32 or any type with a row
 /// converter to f32; F32 out.
 pub fn lightning_indexer_supports(node: &Tensor) -> bool {
-    let ty = |i: usize| source_ref(node, i).map(|s| s.type_);
+    let ty = |i: usize| node.source(i).map(|s| s.type_);
     node.type_ == Type::F32
         && ty(0) == Some(Type::F32)
         && ty(2) == Some(Type::F32)
@@ -34,7 +29,7 @@ pub fn lightning_indexer_supports(node: &Tensor) -> bool {
 
 /// The reference plan's scratch for LIGHTNING_INDEXER: one f32 key row per task.
 pub fn lightning_indexer_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    source_ref(node, 1).map_or(0, |k| 4 * k.ne[0] as usize * n_tasks)
+    node.source(1).map_or(0, |k| 4 * k.ne[0] as usize * n_tasks)
 }
 
 /// LIGHTNING_INDEXER: for each stream, token and key, `Σ_h relu(q_h·k) * w_h` plus the mask.
@@ -104,7 +99,7 @@ pub fn lightning_indexer(params: &ComputeParams, dst: TensorPtr) {
 /// DSV4_HC_COMB, DSV4_HC_PRE, DSV4_HC_POST: F32 everywhere.
 pub fn dsv4_hc_supports(node: &Tensor) -> bool {
     let n_src = if node.op == crate::core::op::Op::DSV4_HC_PRE { 2 } else { 3 };
-    all_f32(node, n_src) && source_ref(node, 3).is_none_or(|c| c.type_ == Type::F32)
+    all_f32(node, n_src) && node.source(3).is_none_or(|c| c.type_ == Type::F32)
 }
 
 /// The fixed number of hyper-connections the combination kernel handles.

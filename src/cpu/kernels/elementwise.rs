@@ -81,8 +81,7 @@ fn arith_row_for(s0: Type, s1: Type, d: Type) -> Option<ArithRow> {
 
 /// Whether [`add`], [`sub`], [`mul`] and [`div`] cover `node`.
 pub fn binary_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let (a, b) = unsafe { (node.src[0].as_ref(), node.src[1].as_ref()) };
+    let (a, b) = (node.source(0), node.source(1));
     let (Some(a), Some(b)) = (a, b) else { return false };
     if !b.can_repeat_to(a) || !a.same_shape(node) {
         return false;
@@ -102,8 +101,7 @@ pub fn binary_supports(node: &Tensor) -> bool {
 /// Scratch bytes for ADD, ADD1 and ADD_ID nodes run by `n_tasks` threads: a row of `f32`
 /// per thread when the first operand is block-quantized (the reference's plan).
 pub fn add_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    match unsafe { node.src[0].as_ref() } {
+    match node.source(0) {
         Some(a) if a.type_.is_quantized() => 4 * usize::try_from(a.ne[0]).unwrap_or(0) * n_tasks,
         _ => 0,
     }
@@ -220,8 +218,7 @@ fn add_assign_f32(acc: &mut [f32], y: &[f32], simd: bool) {
 
 /// Whether [`add1`] covers `node`.
 pub fn add1_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let (a, b) = unsafe { (node.src[0].as_ref(), node.src[1].as_ref()) };
+    let (a, b) = (node.source(0), node.source(1));
     let (Some(a), Some(b)) = (a, b) else { return false };
     let types = match a.type_ {
         Type::F32 => b.type_ == Type::F32,
@@ -275,8 +272,7 @@ pub fn add1(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`acc`] covers `node`.
 pub fn acc_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let (a, b) = unsafe { (node.src[0].as_ref(), node.src[1].as_ref()) };
+    let (a, b) = (node.source(0), node.source(1));
     match (a, b) {
         (Some(a), Some(b)) => {
             a.type_ == Type::F32
@@ -318,8 +314,7 @@ pub fn acc(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`add_id`] covers `node`.
 pub fn add_id_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let (a, b, ids) = unsafe { (node.src[0].as_ref(), node.src[1].as_ref(), node.src[2].as_ref()) };
+    let (a, b, ids) = (node.source(0), node.source(1), node.source(2));
     match (a, b, ids) {
         (Some(a), Some(b), Some(ids)) => {
             a.type_ == Type::F32
@@ -360,8 +355,7 @@ pub fn add_id(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`scale`] covers `node`.
 pub fn scale_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    match unsafe { node.src[0].as_ref() } {
+    match node.source(0) {
         Some(a) => {
             a.type_ == Type::F32 && node.type_ == Type::F32 && a.same_shape(node) && a.nb[0] == 4 && node.nb[0] == 4
         }
@@ -408,8 +402,7 @@ unsafe fn scale_row(n: usize, y: *mut f32, x: *const f32, s: f32, b: f32, simd: 
 /// Whether [`clamp`] and [`leaky_relu`] cover `node`: a source of the result's shape, F32,
 /// F16 or BF16 into the same type, or F16/BF16 into F32.
 pub fn map_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    match unsafe { node.src[0].as_ref() } {
+    match node.source(0) {
         Some(a) => a.same_shape(node) && map_types_supported(a.type_, node.type_),
         None => false,
     }
@@ -464,8 +457,7 @@ unsafe fn fill_row<T: Copy>(n: usize, y: *mut T, v: T) {
 
 /// Whether [`tri`] covers `node`.
 pub fn tri_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    match unsafe { node.src[0].as_ref() } {
+    match node.source(0) {
         Some(a) => {
             is_float(a.type_) && node.type_ == a.type_ && a.same_shape(node) && (0..4).contains(&node.op_params[0])
         }
@@ -506,8 +498,7 @@ pub fn tri(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`silu_back`] covers `node`.
 pub fn silu_back_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let (g, x) = unsafe { (node.src[0].as_ref(), node.src[1].as_ref()) };
+    let (g, x) = (node.source(0), node.source(1));
     match (g, x) {
         (Some(g), Some(x)) => {
             matches!(x.type_, Type::F32 | Type::F16 | Type::BF16)

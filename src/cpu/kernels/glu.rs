@@ -7,15 +7,24 @@ use super::unary::{
     silu,
 };
 use crate::core::op::GluOp;
+use crate::core::ops::glu::get_glu_op;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::quants::half::Bf16;
 
+/// GLU's task count: the whole team. Aborts for a sub-op that does not exist, as the
+/// reference's planner does.
+pub fn glu_tasks(node: &Tensor, n_threads: usize) -> usize {
+    match get_glu_op(node) {
+        g if (0..GluOp::COUNT).contains(&g.0) => n_threads,
+        g => crate::ggml_abort!("unknown GLU op {}", g.0),
+    }
+}
+
 /// Whether [`glu`] covers `node`.
 pub fn glu_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let (a, b) = unsafe { (node.src[0].as_ref(), node.src[1].as_ref()) };
+    let (a, b) = (node.source(0), node.source(1));
     let Some(a) = a else { return false };
     let op = GluOp(node.op_params[0]);
     if !(0..GluOp::COUNT).contains(&op.0)

@@ -8,13 +8,8 @@ use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::cpu::kernels::copy::{split, src, use_simd};
 
-fn source_ref(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 fn all_f32(node: &Tensor, n: usize) -> bool {
-    node.type_ == Type::F32 && (0..n).all(|i| source_ref(node, i).is_some_and(|s| s.type_ == Type::F32))
+    node.type_ == Type::F32 && (0..n).all(|i| node.source(i).is_some_and(|s| s.type_ == Type::F32))
 }
 
 /// Row `(i1, i2, i3)` of `t` (F32, packed rows) copied out.
@@ -44,7 +39,7 @@ pub fn cross_entropy_loss_back_supports(node: &Tensor) -> bool {
 
 /// The reference plan's scratch for CROSS_ENTROPY_LOSS: a partial sum and a row per task.
 pub fn cross_entropy_loss_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    let nc = source_ref(node, 0).map_or(0, |s| s.ne[0] as usize);
+    let nc = node.source(0).map_or(0, |s| s.ne[0] as usize);
     node.type_.type_size() * (n_tasks + nc * n_tasks)
 }
 
@@ -108,12 +103,12 @@ pub fn cross_entropy_loss_back(params: &ComputeParams, dst: TensorPtr) {
 
 /// OPT_STEP_ADAMW: F32 parameter, gradient, moments and hyper-parameters.
 pub fn opt_step_adamw_supports(node: &Tensor) -> bool {
-    (0..5).all(|i| source_ref(node, i).is_some_and(|s| s.type_ == Type::F32))
+    (0..5).all(|i| node.source(i).is_some_and(|s| s.type_ == Type::F32))
 }
 
 /// OPT_STEP_SGD: F32 parameter, gradient and hyper-parameters.
 pub fn opt_step_sgd_supports(node: &Tensor) -> bool {
-    (0..3).all(|i| source_ref(node, i).is_some_and(|s| s.type_ == Type::F32))
+    (0..3).all(|i| node.source(i).is_some_and(|s| s.type_ == Type::F32))
 }
 
 /// The hyper-parameters stored in an F32 tensor of `n` values.

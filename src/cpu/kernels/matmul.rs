@@ -42,7 +42,7 @@ use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
 #[cfg(target_arch = "x86_64")]
 mod panel;
-mod repacked;
+mod repack;
 
 /// Rows and columns of the result walked together inside a chunk (a cache block): a panel of
 /// weight rows per kernel call.
@@ -352,7 +352,7 @@ const SHORT_ROW: i64 = 1024;
 /// The least weight bytes (times columns) a chunk or task of a product by one column is given,
 /// down to one a thread: each starts a new run through memory, whose first lines the
 /// prefetchers have not yet learned to fetch, and is a claim on the team's counter (see
-/// `repacked::task_groups` for the measurements).
+/// `repack::task_groups` for the measurements).
 const MIN_TASK_WORK: i64 = 256 << 10;
 
 /// Into how many tasks at most `units` units of `unit_work` bytes each (weights times columns)
@@ -402,8 +402,7 @@ fn activations_supported(src1: Type, vec_dot_type: Type) -> bool {
 /// BF16, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0 with packed rows; activations F32, F16 for F32 and
 /// F16 weights, or already in the weights' activation format.
 pub fn mul_mat_supports(node: &Tensor) -> bool {
-    // SAFETY: a graph node's sources are null or live tensors.
-    let (Some(src0), Some(src1)) = (unsafe { node.src[0].as_ref() }, unsafe { node.src[1].as_ref() }) else {
+    let (Some(src0), Some(src1)) = (node.source(0), node.source(1)) else {
         return false;
     };
     let Some(k) = DotKernel::for_type(src0.type_) else { return false };
@@ -417,16 +416,14 @@ pub fn mul_mat_supports(node: &Tensor) -> bool {
 
 /// Whether [`mul_mat_id`] computes `node`: as [`mul_mat_supports`], with I32 expert ids.
 pub fn mul_mat_id_supports(node: &Tensor) -> bool {
-    // SAFETY: a graph node's sources are null or live tensors.
-    let ids = unsafe { node.src[2].as_ref() };
+    let ids = node.source(2);
     mul_mat_supports(node) && ids.is_some_and(|ids| ids.type_ == Type::I32)
 }
 
 /// Whether [`out_prod`] computes `node`: weights F32, F16, Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0
 /// with packed rows, F32 activations, F32 result.
 pub fn out_prod_supports(node: &Tensor) -> bool {
-    // SAFETY: a graph node's sources are null or live tensors.
-    let (Some(src0), Some(src1)) = (unsafe { node.src[0].as_ref() }, unsafe { node.src[1].as_ref() }) else {
+    let (Some(src0), Some(src1)) = (node.source(0), node.source(1)) else {
         return false;
     };
     let weights = matches!(src0.type_, Type::F32 | Type::F16) || copy::is_dequantizable(src0.type_);
@@ -445,8 +442,7 @@ pub fn out_prod_supports(node: &Tensor) -> bool {
 /// [`realign`] its activations. Where the [`panel`] route may run, its own scratch (activations
 /// in its layout, a decoded panel per thread) when that is larger.
 pub fn mul_mat_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    // SAFETY: a MUL_MAT node's sources are live tensors of the graph.
-    let (Some(src0), Some(src1)) = (unsafe { node.src[0].as_ref() }, unsafe { node.src[1].as_ref() }) else {
+    let (Some(src0), Some(src1)) = (node.source(0), node.source(1)) else {
         return 0;
     };
     #[cfg(target_arch = "x86_64")]
@@ -454,7 +450,7 @@ pub fn mul_mat_work_size(node: &Tensor, n_tasks: usize) -> usize {
     #[cfg(not(target_arch = "x86_64"))]
     let panels = 0;
     if crate::cpu::repack::is_repacked(src0) {
-        return repacked::work_size(src0, src1).max(panels);
+        return repack::work_size(src0, src1).max(panels);
     }
     let blocks = match DotKernel::for_type(src0.type_) {
         Some(k) if needs_conversion(src1, k.vec_dot_type) => {
@@ -499,7 +495,7 @@ pub fn mul_mat(params: &ComputeParams, dst: TensorPtr) {
         return;
     }
     if crate::cpu::repack::is_repacked(&src0) {
-        repacked::mul_mat(params, &dst, &src0, &src1, wdata, wsize);
+        repack::mul_mat(params, &dst, &src0, &src1, wdata, wsize);
         return;
     }
     // A caller's own plan may leave no room for the line offset: the rows start on a line then,
@@ -604,9 +600,7 @@ fn id_layout(base: usize, src1: &Tensor, ids: &Tensor, n_as: usize, vdt: Type) -
 /// row lists, and a cache line per expert for its chunk counter (with alignment slack).
 pub fn mul_mat_id_work_size(node: &Tensor, _n_tasks: usize) -> usize {
     // SAFETY: a MUL_MAT_ID node's sources are live tensors of the graph.
-    let (Some(src0), Some(src1), Some(ids)) =
-        (unsafe { node.src[0].as_ref() }, unsafe { node.src[1].as_ref() }, unsafe { node.src[2].as_ref() })
-    else {
+    let (Some(src0), Some(src1), Some(ids)) = (node.source(0), node.source(1), node.source(2)) else {
         return 0;
     };
     let Some(k) = DotKernel::for_type(src0.type_) else { return 0 };
@@ -752,8 +746,7 @@ pub fn mul_mat_id(params: &ComputeParams, dst: TensorPtr) {
 /// Scratch bytes for an OUT_PROD node: one row of floats per task for F16 and quantized
 /// weights, which are expanded before use.
 pub fn out_prod_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    // SAFETY: an OUT_PROD node's first source is a live tensor of the graph.
-    let Some(src0) = (unsafe { node.src[0].as_ref() }) else { return 0 };
+    let Some(src0) = node.source(0) else { return 0 };
     if src0.type_ == Type::F16 || src0.type_.is_quantized() { 4 * src0.ne[0] as usize * n_tasks } else { 0 }
 }
 
@@ -876,7 +869,7 @@ pub(super) mod tests {
     use crate::core::status::Status;
     use crate::cpu::compute::compute;
     use crate::cpu::kernels::testing::{Rng, ctx, nmse, random};
-    use crate::cpu::plan::{OpTable, plan};
+    use crate::cpu::plan::plan;
     use crate::quants::chunk;
 
     /// Fills a tensor, plain or contiguous and quantized, with random values; returns what it
@@ -926,23 +919,10 @@ pub(super) mod tests {
         })
     }
 
-    struct Ops;
-
-    impl OpTable for Ops {
-        fn work_size(&self, node: &Tensor, n_tasks: usize, _n_threads: usize) -> usize {
-            match node.op {
-                Op::MUL_MAT => mul_mat_work_size(node, n_tasks),
-                Op::MUL_MAT_ID => mul_mat_id_work_size(node, n_tasks),
-                Op::OUT_PROD => out_prod_work_size(node, n_tasks),
-                _ => 0,
-            }
-        }
-    }
-
     pub(super) fn run(c: &mut Context, node: TensorPtr, n_threads: i32, use_ref: bool) {
         let g = new_graph_custom(c, 16, false);
         g.get_mut().build_forward_expand(node);
-        let mut p = plan(&g, n_threads, None, &Ops);
+        let mut p = plan(&g, n_threads, None, &crate::cpu::kernels::CpuKernels);
         // an odd start, to exercise the kernels' own alignment
         let mut work = vec![0u8; p.work_size + 1];
         p.work_data = if p.work_size > 0 { work.as_mut_ptr().wrapping_add(1) } else { std::ptr::null_mut() };
@@ -1368,16 +1348,8 @@ mod tests_support {
     use crate::core::ops::matmul as ops;
     use crate::core::status::Status;
     use crate::cpu::compute::compute;
-    use crate::cpu::plan::{OpTable, plan};
+    use crate::cpu::plan::plan;
     use crate::quants::half::{fp32_to_bf16, fp32_to_fp16};
-
-    struct MulMatOps;
-
-    impl OpTable for MulMatOps {
-        fn work_size(&self, node: &Tensor, n_tasks: usize, _n_threads: usize) -> usize {
-            mul_mat_work_size(node, n_tasks)
-        }
-    }
 
     /// A `[k, n]` tensor of `ty` whose data starts `offset` bytes into a cache line.
     pub fn placed(c: &mut Context, ty: Type, k: i64, n: i64, offset: usize) -> TensorPtr {
@@ -1422,7 +1394,7 @@ mod tests_support {
         let d = ops::mul_mat(&mut c, a, b);
         let g = new_graph_custom(&mut c, 4, false);
         g.get_mut().build_forward_expand(d);
-        let mut p = plan(&g, 1, None, &MulMatOps);
+        let mut p = plan(&g, 1, None, &crate::cpu::kernels::CpuKernels);
         let mut work = vec![0u8; p.work_size];
         p.work_data = if p.work_size > 0 { work.as_mut_ptr() } else { std::ptr::null_mut() };
         p.use_ref = use_ref;

@@ -13,13 +13,14 @@ pub mod dot;
 pub mod elementwise;
 pub mod expf;
 pub mod features;
+pub mod ggml_repack;
 pub mod glu;
 pub mod hadamard;
-pub mod interleaved;
 pub mod loss;
 pub mod matmul;
 pub mod norm;
 pub mod pool;
+pub mod prefetch;
 pub mod reduce;
 pub mod rope;
 pub mod rows;
@@ -43,8 +44,8 @@ use crate::core::op::Op;
 use crate::core::status::Status;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
-use crate::cpu::compute::{ComputeParams, Kernel, op_is_empty};
-use crate::cpu::plan::{OpTable, reference_n_tasks};
+use crate::cpu::compute::{ComputeParams, Kernel};
+use crate::cpu::plan::OpTable;
 use crate::quants::iq_grids::Grid;
 
 /// A kernel: thread `params.ith`'s share of a node.
@@ -53,6 +54,20 @@ type RunFn = fn(&ComputeParams, TensorPtr);
 type SupportsFn = fn(&Tensor) -> bool;
 /// Scratch bytes a node needs when run by `n_tasks` threads.
 type WorkSizeFn = fn(&Tensor, usize) -> usize;
+/// How many of a team of `n_threads` a node keeps busy, from 1 to `n_threads`.
+type TasksFn = fn(&Tensor, usize) -> usize;
+
+/// How many threads the planner gives a node of the op: ggml 0.25.1's split of the ops into
+/// single-threaded and parallel ones, which sizes the team and the scratch.
+#[derive(Clone, Copy)]
+enum Tasks {
+    /// One thread, whatever the team.
+    One,
+    /// The whole team.
+    All,
+    /// What the node itself allows (its rows, its heads, its sub-op, a user's request).
+    Node(TasksFn),
+}
 
 /// What the dispatch knows about one op.
 #[derive(Clone, Copy)]
@@ -60,15 +75,26 @@ struct Entry {
     run: RunFn,
     supports: SupportsFn,
     work_size: Option<WorkSizeFn>,
+    tasks: Tasks,
 }
 
 impl Entry {
+    /// An op whose kernel splits its work over the whole team and needs no scratch.
     const fn new(run: RunFn, supports: SupportsFn) -> Entry {
-        Entry { run, supports, work_size: None }
+        Entry { run, supports, work_size: None, tasks: Tasks::All }
     }
 
     const fn scratch(self, work_size: WorkSizeFn) -> Entry {
         Entry { work_size: Some(work_size), ..self }
+    }
+
+    /// The reference runs this op on one thread.
+    const fn single(self) -> Entry {
+        Entry { tasks: Tasks::One, ..self }
+    }
+
+    const fn tasks(self, tasks: TasksFn) -> Entry {
+        Entry { tasks: Tasks::Node(tasks), ..self }
     }
 }
 
@@ -78,35 +104,35 @@ fn entry(op: Op) -> Option<Entry> {
         Op::DUP => Entry::new(copy::dup, copy::copy_supports).scratch(copy::copy_work_size),
         Op::CPY => Entry::new(copy::cpy, copy::copy_supports).scratch(copy::copy_work_size),
         Op::CONT => Entry::new(copy::cont, copy::copy_supports).scratch(copy::copy_work_size),
-        Op::SET => Entry::new(copy::set, copy::set_supports),
-        Op::GET_ROWS => Entry::new(rows::get_rows, rows::get_rows_supports),
-        Op::GET_ROWS_BACK => Entry::new(rows::get_rows_back, rows::get_rows_back_supports),
-        Op::SET_ROWS => Entry::new(rows::set_rows, rows::set_rows_supports).scratch(set_rows_work_size),
-        Op::DIAG => Entry::new(rows::diag, rows::diag_supports),
+        Op::SET => Entry::new(copy::set, copy::set_supports).single(),
+        Op::GET_ROWS => Entry::new(rows::get_rows, rows::get_rows_supports).single(),
+        Op::GET_ROWS_BACK => Entry::new(rows::get_rows_back, rows::get_rows_back_supports).single(),
+        Op::SET_ROWS => Entry::new(rows::set_rows, rows::set_rows_supports).scratch(set_rows_work_size).single(),
+        Op::DIAG => Entry::new(rows::diag, rows::diag_supports).single(),
         Op::DIAG_MASK_INF => Entry::new(softmax::diag_mask_inf, softmax::diag_mask_supports),
         Op::DIAG_MASK_ZERO => Entry::new(softmax::diag_mask_zero, softmax::diag_mask_supports),
 
         Op::ADD => Entry::new(elementwise::add, elementwise::binary_supports).scratch(elementwise::add_work_size),
-        Op::SUB => Entry::new(elementwise::sub, elementwise::binary_supports),
+        Op::SUB => Entry::new(elementwise::sub, elementwise::binary_supports).single(),
         Op::MUL => Entry::new(elementwise::mul, elementwise::binary_supports),
         Op::DIV => Entry::new(elementwise::div, elementwise::binary_supports),
         Op::ADD1 => Entry::new(elementwise::add1, elementwise::add1_supports).scratch(elementwise::add_work_size),
         Op::ACC => Entry::new(elementwise::acc, elementwise::acc_supports).scratch(acc_work_size),
         Op::ADD_ID => Entry::new(elementwise::add_id, elementwise::add_id_supports).scratch(elementwise::add_work_size),
-        Op::SCALE => Entry::new(elementwise::scale, elementwise::scale_supports),
-        Op::CLAMP => Entry::new(elementwise::clamp, elementwise::map_supports),
-        Op::LEAKY_RELU => Entry::new(elementwise::leaky_relu, elementwise::map_supports),
+        Op::SCALE => Entry::new(elementwise::scale, elementwise::scale_supports).single(),
+        Op::CLAMP => Entry::new(elementwise::clamp, elementwise::map_supports).single(),
+        Op::LEAKY_RELU => Entry::new(elementwise::leaky_relu, elementwise::map_supports).single(),
         Op::FILL => Entry::new(elementwise::fill, elementwise::fill_supports),
         Op::TRI => Entry::new(elementwise::tri, elementwise::tri_supports),
         Op::SILU_BACK => Entry::new(elementwise::silu_back, elementwise::silu_back_supports),
 
-        Op::SQR => Entry::new(unary::sqr, unary::math_supports),
-        Op::SQRT => Entry::new(unary::sqrt, unary::math_supports),
-        Op::LOG => Entry::new(unary::log, unary::math_supports),
-        Op::SIN => Entry::new(unary::sin, unary::math_supports),
-        Op::COS => Entry::new(unary::cos, unary::math_supports),
-        Op::UNARY => Entry::new(unary::unary, unary::unary_supports),
-        Op::GLU => Entry::new(glu::glu, glu::glu_supports),
+        Op::SQR => Entry::new(unary::sqr, unary::math_supports).single(),
+        Op::SQRT => Entry::new(unary::sqrt, unary::math_supports).single(),
+        Op::LOG => Entry::new(unary::log, unary::math_supports).single(),
+        Op::SIN => Entry::new(unary::sin, unary::math_supports).single(),
+        Op::COS => Entry::new(unary::cos, unary::math_supports).single(),
+        Op::UNARY => Entry::new(unary::unary, unary::unary_supports).tasks(unary::unary_tasks),
+        Op::GLU => Entry::new(glu::glu, glu::glu_supports).tasks(glu::glu_tasks),
 
         Op::NORM => Entry::new(norm::norm, norm::norm_supports),
         Op::RMS_NORM => Entry::new(norm::rms_norm, norm::rms_norm_supports),
@@ -120,7 +146,9 @@ fn entry(op: Op) -> Option<Entry> {
         }
         Op::OUT_PROD => Entry::new(matmul::out_prod, matmul::out_prod_supports).scratch(matmul::out_prod_work_size),
 
-        Op::SOFT_MAX => Entry::new(softmax::soft_max, softmax::soft_max_supports).scratch(softmax::soft_max_work_size),
+        Op::SOFT_MAX => Entry::new(softmax::soft_max, softmax::soft_max_supports)
+            .scratch(softmax::soft_max_work_size)
+            .tasks(softmax::soft_max_tasks),
         Op::SOFT_MAX_BACK => Entry::new(softmax::soft_max_back, softmax::soft_max_back_supports),
         Op::ROPE => Entry::new(rope::rope, rope::rope_supports).scratch(rope::rope_work_size),
         Op::ROPE_BACK => Entry::new(rope::rope_back, rope::rope_back_supports).scratch(rope::rope_work_size),
@@ -141,33 +169,33 @@ fn entry(op: Op) -> Option<Entry> {
         Op::CONV_3D => Entry::new(conv::conv_3d, conv::conv_3d_supports).scratch(conv::conv_3d_work_size),
         Op::CONV_2D_DW => Entry::new(conv::conv_2d_dw, conv::conv_2d_dw_supports),
 
-        Op::POOL_1D => Entry::new(pool::pool_1d, pool::pool_supports),
-        Op::POOL_2D => Entry::new(pool::pool_2d, pool::pool_supports),
-        Op::POOL_2D_BACK => Entry::new(pool::pool_2d_back, pool::pool_2d_back_supports),
+        Op::POOL_1D => Entry::new(pool::pool_1d, pool::pool_supports).single(),
+        Op::POOL_2D => Entry::new(pool::pool_2d, pool::pool_supports).single(),
+        Op::POOL_2D_BACK => Entry::new(pool::pool_2d_back, pool::pool_2d_back_supports).single(),
         Op::UPSCALE => Entry::new(pool::upscale, pool::upscale_supports),
         Op::PAD => Entry::new(pool::pad, pool::pad_supports),
         Op::PAD_REFLECT_1D => Entry::new(pool::pad_reflect_1d, pool::pad_reflect_1d_supports),
         Op::ROLL => Entry::new(pool::roll, pool::roll_supports),
 
-        Op::SUM => Entry::new(reduce::sum, reduce::sum_supports),
-        Op::SUM_ROWS => Entry::new(reduce::sum_rows, reduce::sum_rows_supports),
-        Op::MEAN => Entry::new(reduce::mean, reduce::sum_rows_supports),
-        Op::ARGMAX => Entry::new(reduce::argmax, reduce::argmax_supports),
+        Op::SUM => Entry::new(reduce::sum, reduce::sum_supports).single(),
+        Op::SUM_ROWS => Entry::new(reduce::sum_rows, reduce::sum_rows_supports).single(),
+        Op::MEAN => Entry::new(reduce::mean, reduce::sum_rows_supports).single(),
+        Op::ARGMAX => Entry::new(reduce::argmax, reduce::argmax_supports).single(),
         Op::COUNT_EQUAL => {
             Entry::new(reduce::count_equal, reduce::count_equal_supports).scratch(reduce::count_equal_work_size)
         }
         Op::CUMSUM => Entry::new(reduce::cumsum, reduce::cumsum_supports),
-        Op::REPEAT => Entry::new(reduce::repeat, reduce::repeat_supports),
-        Op::REPEAT_BACK => Entry::new(reduce::repeat_back, reduce::repeat_back_supports),
+        Op::REPEAT => Entry::new(reduce::repeat, reduce::repeat_supports).single(),
+        Op::REPEAT_BACK => Entry::new(reduce::repeat_back, reduce::repeat_back_supports).single(),
         Op::CONCAT => Entry::new(reduce::concat, reduce::concat_supports),
 
         Op::ARANGE => Entry::new(sequence::arange, sequence::arange_supports),
         Op::TIMESTEP_EMBEDDING => Entry::new(sequence::timestep_embedding, sequence::timestep_embedding_supports),
         Op::ARGSORT => Entry::new(sort::argsort, sort::argsort_supports),
         Op::TOP_K => Entry::new(sort::top_k, sort::top_k_supports).scratch(sort::top_k_work_size),
-        Op::WIN_PART => Entry::new(window::win_part, window::win_supports),
-        Op::WIN_UNPART => Entry::new(window::win_unpart, window::win_supports),
-        Op::GET_REL_POS => Entry::new(window::get_rel_pos, window::get_rel_pos_supports),
+        Op::WIN_PART => Entry::new(window::win_part, window::win_supports).single(),
+        Op::WIN_UNPART => Entry::new(window::win_unpart, window::win_supports).single(),
+        Op::GET_REL_POS => Entry::new(window::get_rel_pos, window::get_rel_pos_supports).single(),
         Op::ADD_REL_POS => Entry::new(window::add_rel_pos, window::add_rel_pos_supports),
         Op::SOLVE_TRI => Entry::new(solve::solve_tri, solve::solve_tri_supports),
         Op::LIGHTNING_INDEXER => Entry::new(deepseek::lightning_indexer, deepseek::lightning_indexer_supports)
@@ -178,17 +206,19 @@ fn entry(op: Op) -> Option<Entry> {
 
         Op::SSM_CONV => Entry::new(ssm::ssm_conv, ssm::ssm_conv_supports),
         Op::SSM_SCAN => Entry::new(ssm::ssm_scan, ssm::ssm_scan_supports),
-        Op::RWKV_WKV6 => Entry::new(ssm::rwkv_wkv6, ssm::rwkv_wkv6_supports),
-        Op::RWKV_WKV7 => Entry::new(ssm::rwkv_wkv7, ssm::rwkv_wkv7_supports),
-        Op::GATED_LINEAR_ATTN => Entry::new(ssm::gated_linear_attn, ssm::gated_linear_attn_supports),
+        Op::RWKV_WKV6 => Entry::new(ssm::rwkv_wkv6, ssm::rwkv_wkv6_supports).tasks(ssm::per_head_tasks),
+        Op::RWKV_WKV7 => Entry::new(ssm::rwkv_wkv7, ssm::rwkv_wkv7_supports).tasks(ssm::per_head_tasks),
+        Op::GATED_LINEAR_ATTN => {
+            Entry::new(ssm::gated_linear_attn, ssm::gated_linear_attn_supports).tasks(ssm::per_head_tasks)
+        }
         Op::GATED_DELTA_NET => {
             Entry::new(ssm::gated_delta_net, ssm::gated_delta_net_supports).scratch(ssm::gated_delta_net_work_size)
         }
 
-        Op::MAP_CUSTOM1 => Entry::new(custom::map_custom1, custom::custom_supports),
-        Op::MAP_CUSTOM2 => Entry::new(custom::map_custom2, custom::custom_supports),
-        Op::MAP_CUSTOM3 => Entry::new(custom::map_custom3, custom::custom_supports),
-        Op::CUSTOM => Entry::new(custom::custom, custom::custom_supports),
+        Op::MAP_CUSTOM1 => Entry::new(custom::map_custom1, custom::custom_supports).tasks(custom::custom_tasks),
+        Op::MAP_CUSTOM2 => Entry::new(custom::map_custom2, custom::custom_supports).tasks(custom::custom_tasks),
+        Op::MAP_CUSTOM3 => Entry::new(custom::map_custom3, custom::custom_supports).tasks(custom::custom_tasks),
+        Op::CUSTOM => Entry::new(custom::custom, custom::custom_supports).tasks(custom::custom_tasks),
 
         Op::CROSS_ENTROPY_LOSS => Entry::new(loss::cross_entropy_loss, loss::cross_entropy_loss_supports)
             .scratch(loss::cross_entropy_loss_work_size),
@@ -205,7 +235,7 @@ fn entry(op: Op) -> Option<Entry> {
 /// The reference's SET_ROWS scratch: a row of floats per task when F16 rows are written to
 /// another type.
 fn set_rows_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    match source_of(node, 0) {
+    match node.source(0) {
         Some(s) if s.type_ == Type::F16 && node.type_ != Type::F16 => 4 * extent(node.ne[0]) * n_tasks,
         _ => 0,
     }
@@ -214,7 +244,7 @@ fn set_rows_work_size(node: &Tensor, n_tasks: usize) -> usize {
 /// The reference's ACC scratch: a row of `src[1]` as floats per task for a block-quantized
 /// destination.
 fn acc_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    match (source_of(node, 0), source_of(node, 1)) {
+    match (node.source(0), node.source(1)) {
         (Some(a), Some(b)) if a.type_.is_quantized() => 4 * extent(b.ne[0]) * n_tasks,
         _ => 0,
     }
@@ -224,17 +254,12 @@ fn extent(n: i64) -> usize {
     usize::try_from(n).unwrap_or(0)
 }
 
-fn source_of(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: graph nodes' source slots hold null or live tensors of the graph's contexts.
-    unsafe { node.src[i].as_ref() }
-}
-
 /// `GGML_HINT_SRC0_IS_HADAMARD`, which MUL_MAT keeps in `op_params[1]`.
 const HINT_SRC0_IS_HADAMARD: i32 = 1;
 
 /// The limits ggml 0.25.1's CPU device states in its `supports_op`, whatever kernels exist.
 fn reference_allows(node: &Tensor) -> bool {
-    let src_type = |i: usize| source_of(node, i).map(|s| s.type_);
+    let src_type = |i: usize| node.source(i).map(|s| s.type_);
     match node.op {
         // no quantizer for destination types that quantize onto a lattice grid (that needs the
         // tables of ggml_quantize_init)
@@ -244,14 +269,14 @@ fn reference_allows(node: &Tensor) -> bool {
             if node.op_param_i32(1) == HINT_SRC0_IS_HADAMARD && t0 == Type::F32 && node.type_ == Type::F32 {
                 return t1 == Type::F32 || t1 == Type::F16;
             }
-            t1 == Type::F32 || t1 == crate::cpu::api::vec_dot_type(t0)
+            t1 == Type::F32 || t1 == dot::vec_dot_type(t0)
         }
         Op::SOFT_MAX_BACK => {
             src_type(0) == Some(Type::F32) && src_type(1) == Some(Type::F32) && node.op_param_f32(1) == 0.0
         }
         Op::IM2COL_BACK => src_type(0) == Some(Type::F32) && matches!(src_type(1), Some(Type::F32 | Type::F16)),
         Op::GET_ROWS_BACK => matches!(src_type(0), Some(Type::F32 | Type::F16)),
-        Op::OUT_PROD => match (source_of(node, 0), source_of(node, 1)) {
+        Op::OUT_PROD => match (node.source(0), node.source(1)) {
             (Some(a), Some(b)) => {
                 let weights_ok = a.type_ == Type::F32
                     || ((a.type_ == Type::F16 || a.type_.is_quantized()) && a.ne[2] == b.ne[2] && a.ne[3] == b.ne[3]);
@@ -259,8 +284,8 @@ fn reference_allows(node: &Tensor) -> bool {
             }
             _ => false,
         },
-        Op::CONV_2D => source_of(node, 0).is_some_and(Tensor::is_contiguous),
-        Op::SSM_SCAN => node.op_param_i32(0) == 1 || source_of(node, 3).is_some_and(|s| s.ne[0] == 1),
+        Op::CONV_2D => node.source(0).is_some_and(Tensor::is_contiguous),
+        Op::SSM_SCAN => node.op_param_i32(0) == 1 || node.source(3).is_some_and(|s| s.ne[0] == 1),
         _ => true,
     }
 }
@@ -269,12 +294,30 @@ fn reference_allows(node: &Tensor) -> bool {
 /// nothing), other ops when a kernel exists for them, covers the node's types and layout,
 /// and ggml's CPU backend would accept the node too.
 pub fn supports_op(node: &Tensor) -> bool {
-    if op_is_empty(node.op) {
+    if node.op.is_empty() {
         return true;
     }
     match entry(node.op) {
         Some(e) => reference_allows(node) && (e.supports)(node),
         None => false,
+    }
+}
+
+/// ggml 0.25.1's task count for `node` in a team of `n_threads`: 1 for a node without
+/// elements and for the ops that compute nothing, its entry's count for the others. Aborts
+/// for an op that does not exist, as the reference's planner does.
+pub fn n_tasks(node: &Tensor, n_threads: usize) -> usize {
+    if node.is_empty() || node.op.is_empty() {
+        return 1;
+    }
+    match entry(node.op).map(|e| e.tasks) {
+        Some(Tasks::One) => 1,
+        Some(Tasks::All) => n_threads,
+        Some(Tasks::Node(tasks)) => tasks(node, n_threads),
+        None => crate::ggml_abort!(
+            "op not implemented: {}",
+            if (0..Op::COUNT).contains(&node.op.0) { node.op.name() } else { "unknown" }
+        ),
     }
 }
 
@@ -314,7 +357,7 @@ impl Kernel for CpuKernels {
 
 impl OpTable for CpuKernels {
     fn n_tasks(&self, node: &Tensor, n_threads: usize) -> usize {
-        reference_n_tasks(node, n_threads)
+        n_tasks(node, n_threads)
     }
 
     fn work_size(&self, node: &Tensor, n_tasks: usize, _n_threads: usize) -> usize {
@@ -331,7 +374,7 @@ mod dispatch_tests {
     use crate::core::threadpool_params::ThreadpoolParams;
     use crate::cpu::kernels::testing::ctx;
     use crate::cpu::plan::plan;
-    use crate::cpu::pool::Threadpool;
+    use crate::cpu::threadpool::Threadpool;
 
     fn filled(c: &mut Context, ne: &[i64], mut f: impl FnMut(usize) -> f32) -> TensorPtr {
         let t = c.new_tensor(Type::F32, ne);
@@ -432,6 +475,51 @@ mod dispatch_tests {
         let p = plan(&g, 2, None, &OneTask);
         // SAFETY: no pool, no scratch, no callback.
         assert_eq!(unsafe { crate::cpu::compute::compute(&g, &p, &CpuKernels) }, Status::FAILED);
+    }
+
+    #[test]
+    fn every_op_has_an_entry() {
+        // The entry is the one source of what the CPU runs: the planner, the supports answer
+        // and the compute dispatch all read it, so an op of ggml's that neither computes
+        // nothing (a view, or a leaf) nor has an entry would be missing from all three.
+        let missing: Vec<&str> =
+            (0..Op::COUNT).map(Op).filter(|&op| !op.is_empty() && entry(op).is_none()).map(Op::name).collect();
+        assert!(missing.is_empty(), "ops without a CPU entry: {missing:?}");
+    }
+
+    #[test]
+    fn task_counts_follow_the_reference() {
+        use crate::core::op::UnaryOp;
+        use crate::core::ops::custom::N_TASKS_MAX;
+        let mut c = ctx();
+        let a = filled(&mut c, &[8, 3], |i| i as f32);
+        let node = |c: &mut Context, op: Op, param: i32| {
+            let t = c.new_tensor(Type::F32, &[8, 3]);
+            t.get_mut().op = op;
+            t.get_mut().op_params[0] = param;
+            t.get_mut().src[0] = a.as_ptr();
+            t
+        };
+        let tasks = |t: TensorPtr, n: usize| CpuKernels.n_tasks(&t, n);
+        assert_eq!(tasks(node(&mut c, Op::ADD, 0), 8), 8);
+        assert_eq!(tasks(node(&mut c, Op::SQR, 0), 8), 1);
+        assert_eq!(tasks(node(&mut c, Op::VIEW, 0), 8), 1);
+        // soft_max has three rows: three tasks at most
+        assert_eq!(tasks(node(&mut c, Op::SOFT_MAX, 0), 8), 3);
+        assert_eq!(tasks(node(&mut c, Op::UNARY, UnaryOp::SILU.0), 8), 8);
+        assert_eq!(tasks(node(&mut c, Op::UNARY, UnaryOp::ABS.0), 8), 1);
+
+        // the custom ops take the tasks they ask for, at most the team
+        let custom = node(&mut c, Op::CUSTOM, 0);
+        custom.get_mut().op_params[2] = 3;
+        assert_eq!((tasks(custom, 8), tasks(custom, 2)), (3, 2));
+        custom.get_mut().op_params[2] = N_TASKS_MAX;
+        assert_eq!(tasks(custom, 8), 8);
+
+        // a node without elements runs on one thread, whatever its op
+        let empty = c.new_tensor(Type::F32, &[0]);
+        empty.get_mut().op = Op::MUL_MAT;
+        assert_eq!(tasks(empty, 8), 1);
     }
 
     /// Builds one node of each of many ops over the same inputs.

@@ -223,8 +223,7 @@ mod avx2 {
 /// Whether `node` (NORM, RMS_NORM, L2_NORM, GROUP_NORM) is one these kernels compute: F32 in
 /// and out.
 pub fn norm_supports(node: &Tensor) -> bool {
-    // SAFETY: a node's sources are null or live tensors.
-    let src = unsafe { node.src[0].as_ref() };
+    let src = node.source(0);
     src.is_some_and(|s| s.type_ == Type::F32) && node.type_ == Type::F32
 }
 
@@ -245,8 +244,7 @@ pub fn group_norm_supports(node: &Tensor) -> bool {
 
 /// RMS_NORM_BACK: the gradient and the forward input both F32, F32 out.
 pub fn rms_norm_back_supports(node: &Tensor) -> bool {
-    // SAFETY: a node's sources are null or live tensors.
-    let src1 = unsafe { node.src[1].as_ref() };
+    let src1 = node.source(1);
     norm_supports(node) && src1.is_some_and(|s| s.type_ == Type::F32)
 }
 

@@ -13,13 +13,8 @@ use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::cpu::kernels::copy::{split, src};
 
-fn source_ref(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 fn f32_to_f32(node: &Tensor) -> bool {
-    node.type_ == Type::F32 && source_ref(node, 0).is_some_and(|s| s.type_ == Type::F32)
+    node.type_ == Type::F32 && node.source(0).is_some_and(|s| s.type_ == Type::F32)
 }
 
 /// `std::max(v, acc)` as the reference's pooling uses it: `v` unless it is smaller.
@@ -29,12 +24,12 @@ fn keep_max(acc: f32, v: f32) -> f32 {
 
 /// POOL_1D and POOL_2D: F32 or F16 input, F32 out.
 pub fn pool_supports(node: &Tensor) -> bool {
-    node.type_ == Type::F32 && source_ref(node, 0).is_some_and(|s| matches!(s.type_, Type::F32 | Type::F16))
+    node.type_ == Type::F32 && node.source(0).is_some_and(|s| matches!(s.type_, Type::F32 | Type::F16))
 }
 
 /// POOL_2D_BACK: F32 gradient, F32 forward input, F32 out.
 pub fn pool_2d_back_supports(node: &Tensor) -> bool {
-    f32_to_f32(node) && source_ref(node, 1).is_some_and(|s| s.type_ == Type::F32)
+    f32_to_f32(node) && node.source(1).is_some_and(|s| s.type_ == Type::F32)
 }
 
 /// POOL_1D: max or average over windows of `k` along dimension 0, stride `s`, padding `p`;

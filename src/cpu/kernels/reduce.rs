@@ -10,11 +10,6 @@ use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::quants::half::Bf16;
 
-fn source(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 /// Reads element `i` of a row at byte stride `s`.
 ///
 /// # Safety
@@ -54,7 +49,7 @@ unsafe fn row_sum_f32<T: Elem>(row: *const u8, n: usize, s: usize) -> f32 {
 
 /// Whether [`sum`] covers `node`.
 pub fn sum_supports(node: &Tensor) -> bool {
-    source(node, 0).is_some_and(|a| matches!(a.type_, Type::F32 | Type::F16 | Type::BF16) && node.type_ == a.type_)
+    node.source(0).is_some_and(|a| matches!(a.type_, Type::F32 | Type::F16 | Type::BF16) && node.type_ == a.type_)
 }
 
 /// `GGML_OP_SUM`: the sum of all elements, as a scalar of the source's type (thread 0 only).
@@ -88,7 +83,7 @@ pub fn sum(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`sum_rows`] and [`mean`] cover `node`.
 pub fn sum_rows_supports(node: &Tensor) -> bool {
-    source(node, 0).is_some_and(|a| {
+    node.source(0).is_some_and(|a| {
         a.type_ == Type::F32 && node.type_ == Type::F32 && node.ne[0] == 1 && (1..4).all(|d| node.ne[d] == a.ne[d])
     })
 }
@@ -125,7 +120,7 @@ fn row_sums(params: &ComputeParams, dst: TensorPtr, mean: bool) {
 
 /// Whether [`argmax`] covers `node`.
 pub fn argmax_supports(node: &Tensor) -> bool {
-    source(node, 0)
+    node.source(0)
         .is_some_and(|a| a.type_ == Type::F32 && node.type_ == Type::I32 && a.is_matrix() && node.ne[0] == a.ne[1])
 }
 
@@ -154,7 +149,7 @@ pub fn argmax(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`count_equal`] covers `node`.
 pub fn count_equal_supports(node: &Tensor) -> bool {
-    match (source(node, 0), source(node, 1)) {
+    match (node.source(0), node.source(1)) {
         (Some(a), Some(b)) => {
             a.type_ == Type::I32 && b.type_ == Type::I32 && a.same_shape(b) && node.type_ == Type::I64
         }
@@ -213,7 +208,7 @@ pub fn count_equal(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`cumsum`] covers `node`.
 pub fn cumsum_supports(node: &Tensor) -> bool {
-    source(node, 0).is_some_and(|a| a.type_ == Type::F32 && node.type_ == Type::F32 && a.same_shape(node))
+    node.source(0).is_some_and(|a| a.type_ == Type::F32 && node.type_ == Type::F32 && a.same_shape(node))
 }
 
 /// `GGML_OP_CUMSUM`: running sums along each row, in `f32`.
@@ -240,7 +235,7 @@ pub fn cumsum(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`repeat`] covers `node`.
 pub fn repeat_supports(node: &Tensor) -> bool {
-    source(node, 0).is_some_and(|a| {
+    node.source(0).is_some_and(|a| {
         a.type_ == node.type_ && !a.type_.is_quantized() && a.type_.blck_size() == 1 && a.can_repeat_to(node)
     })
 }
@@ -268,7 +263,7 @@ pub fn repeat(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`repeat_back`] covers `node`.
 pub fn repeat_back_supports(node: &Tensor) -> bool {
-    source(node, 0).is_some_and(|a| a.type_ == Type::F32 && node.type_ == Type::F32 && node.can_repeat_to(a))
+    node.source(0).is_some_and(|a| a.type_ == Type::F32 && node.type_ == Type::F32 && node.can_repeat_to(a))
 }
 
 /// `GGML_OP_REPEAT_BACK`: the tiles of `src[0]` summed into `dst` (the gradient of repeat),
@@ -305,7 +300,7 @@ pub fn repeat_back(params: &ComputeParams, dst: TensorPtr) {
 /// Whether [`concat()`] covers `node`.
 pub fn concat_supports(node: &Tensor) -> bool {
     let dim = node.op_params[0];
-    match (source(node, 0), source(node, 1)) {
+    match (node.source(0), node.source(1)) {
         (Some(a), Some(b)) => {
             let ty = a.type_;
             (0..4).contains(&dim)

@@ -166,20 +166,14 @@ impl Rope<'_> {
     }
 }
 
-fn opt_src(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 /// ROPE and ROPE_BACK: F32 or F16 rows rotated into the same type, I32 positions, optional F32
 /// frequency factors, and a mode ggml knows (normal, NeoX, M-RoPE, interleaved M-RoPE,
 /// vision).
 pub fn rope_supports(node: &Tensor) -> bool {
     let mode = node.op_param_i32(2);
-    let data =
-        opt_src(node, 0).is_some_and(|s| (s.type_ == Type::F32 || s.type_ == Type::F16) && s.type_ == node.type_);
-    let positions = opt_src(node, 1).is_some_and(|p| p.type_ == Type::I32);
-    let factors = opt_src(node, 2).is_none_or(|f| f.type_ == Type::F32);
+    let data = node.source(0).is_some_and(|s| (s.type_ == Type::F32 || s.type_ == Type::F16) && s.type_ == node.type_);
+    let positions = node.source(1).is_some_and(|p| p.type_ == Type::I32);
+    let factors = node.source(2).is_none_or(|f| f.type_ == Type::F32);
     data && positions && factors && rope_type::ALL.contains(&mode)
 }
 
@@ -396,7 +390,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{Layout, Rope, rotate_f32_from};
-    use crate::cpu::kernels::x86::avx2::load_f32;
+    use crate::cpu::kernels::simd::avx2::load_f32;
 
     /// Eight pairs at a time for split halves, four for adjacent pairs; the rest scalar.
     ///

@@ -11,8 +11,7 @@ use crate::cpu::compute::ComputeParams;
 
 /// Whether [`get_rows`] covers `node`.
 pub fn get_rows_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let (a, ids) = unsafe { (node.src[0].as_ref(), node.src[1].as_ref()) };
+    let (a, ids) = (node.source(0), node.source(1));
     let (Some(a), Some(ids)) = (a, ids) else { return false };
     if ids.type_ != Type::I32 || node.nb[0] != node.type_.type_size() {
         return false;
@@ -67,8 +66,7 @@ pub fn get_rows(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`get_rows_back`] covers `node`.
 pub fn get_rows_back_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let (g, ids) = unsafe { (node.src[0].as_ref(), node.src[1].as_ref()) };
+    let (g, ids) = (node.source(0), node.source(1));
     match (g, ids) {
         (Some(g), Some(ids)) => {
             matches!(g.type_, Type::F32 | Type::F16)
@@ -115,8 +113,7 @@ pub fn get_rows_back(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`set_rows`] covers `node`.
 pub fn set_rows_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let (b, ids) = unsafe { (node.src[0].as_ref(), node.src[1].as_ref()) };
+    let (b, ids) = (node.source(0), node.source(1));
     let (Some(b), Some(ids)) = (b, ids) else { return false };
     let to = node.type_;
     matches!(b.type_, Type::F32 | Type::F16)
@@ -188,8 +185,7 @@ pub fn set_rows(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`diag`] covers `node`.
 pub fn diag_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let Some(a) = (unsafe { node.src[0].as_ref() }) else { return false };
+    let Some(a) = node.source(0) else { return false };
     is_plain(a.type_) && node.type_ == a.type_ && a.ne[1] == 1 && node.ne[0] == a.ne[0] && node.ne[1] == a.ne[0]
 }
 

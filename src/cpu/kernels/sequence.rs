@@ -6,13 +6,8 @@ use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::cpu::kernels::copy::src;
 
-fn source_ref(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 fn all_f32(node: &Tensor, n_src: usize) -> bool {
-    node.type_ == Type::F32 && (0..n_src).all(|i| source_ref(node, i).is_some_and(|s| s.type_ == Type::F32))
+    node.type_ == Type::F32 && (0..n_src).all(|i| node.source(i).is_some_and(|s| s.type_ == Type::F32))
 }
 
 /// ARANGE: F32 out.

@@ -84,7 +84,7 @@ pub(super) mod avx2 {
     use std::arch::x86_64::*;
 
     use crate::cpu::kernels::expf::exp8;
-    use crate::cpu::kernels::x86::avx2::{hsum, load_f32};
+    use crate::cpu::kernels::simd::avx2::{hsum, load_f32};
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) fn max_of(x: &[f32]) -> f32 {
@@ -132,7 +132,7 @@ pub(super) mod avx2 {
             unsafe {
                 let m = match mask {
                     super::MaskRow::F32(m) => load_f32(m.as_ptr().add(i)),
-                    super::MaskRow::F16(m) => crate::cpu::kernels::x86::avx2::load_f16(m.as_ptr().add(i)),
+                    super::MaskRow::F16(m) => crate::cpu::kernels::simd::avx2::load_f16(m.as_ptr().add(i)),
                 };
                 let v = _mm256_fmadd_ps(k, m, _mm256_mul_ps(load_f32(py.add(i)), s));
                 _mm256_storeu_ps(py.add(i), v);
@@ -191,22 +191,23 @@ impl MaskRow<'_> {
     }
 }
 
-fn opt_src(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
+/// SOFT_MAX's task count: a thread per row at most.
+pub fn soft_max_tasks(node: &Tensor, n_threads: usize) -> usize {
+    let rows = node.source(0).map_or(1, |a| usize::try_from(a.nrows()).unwrap_or(1));
+    n_threads.min(rows.max(1))
 }
 
 /// SOFT_MAX: F32 input and result, mask absent, F16 or F32, sinks absent or F32.
 pub fn soft_max_supports(node: &Tensor) -> bool {
-    let input = opt_src(node, 0).is_some_and(|s| s.type_ == Type::F32) && node.type_ == Type::F32;
-    let mask = opt_src(node, 1).is_none_or(|m| m.type_ == Type::F32 || m.type_ == Type::F16);
-    let sinks = opt_src(node, 2).is_none_or(|s| s.type_ == Type::F32);
+    let input = node.source(0).is_some_and(|s| s.type_ == Type::F32) && node.type_ == Type::F32;
+    let mask = node.source(1).is_none_or(|m| m.type_ == Type::F32 || m.type_ == Type::F16);
+    let sinks = node.source(2).is_none_or(|s| s.type_ == Type::F32);
     input && mask && sinks
 }
 
 /// SOFT_MAX_BACK: F32 gradient and output, no ALiBi (`max_bias == 0`).
 pub fn soft_max_back_supports(node: &Tensor) -> bool {
-    let f32_src = |i| opt_src(node, i).is_some_and(|s: &Tensor| s.type_ == Type::F32);
+    let f32_src = |i| node.source(i).is_some_and(|s: &Tensor| s.type_ == Type::F32);
     f32_src(0) && f32_src(1) && node.type_ == Type::F32 && node.op_param_f32(1) == 0.0
 }
 
@@ -338,8 +339,7 @@ pub fn soft_max_back(params: &ComputeParams, dst: TensorPtr) {
 
 /// Whether [`diag_mask_inf`] / [`diag_mask_zero`] cover `node`.
 pub fn diag_mask_supports(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    let Some(a) = (unsafe { node.src[0].as_ref() }) else { return false };
+    let Some(a) = node.source(0) else { return false };
     a.type_ == Type::F32
         && node.type_ == Type::F32
         && a.nb[0] == 4

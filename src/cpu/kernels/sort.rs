@@ -12,11 +12,6 @@ use crate::cpu::compute::ComputeParams;
 use crate::cpu::kernels::copy::src;
 use std::cmp::Ordering;
 
-fn source_ref(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 /// Writes the i32 `v` at byte offset `off` of `t`.
 ///
 /// # Safety
@@ -48,7 +43,7 @@ fn sorted_indices(x: &Tensor, i1: i64, i2: i64, i3: i64, descending: bool) -> Ve
 
 /// ARGSORT: F32 rows, I32 indices out.
 pub fn argsort_supports(node: &Tensor) -> bool {
-    node.type_ == Type::I32 && source_ref(node, 0).is_some_and(|s| s.type_ == Type::F32)
+    node.type_ == Type::I32 && node.source(0).is_some_and(|s| s.type_ == Type::F32)
 }
 
 /// ARGSORT: the indices that sort each row ascending or descending. Threads take every
@@ -80,7 +75,7 @@ pub fn top_k_supports(node: &Tensor) -> bool {
 
 /// The reference plan's scratch for TOP_K: one row of indices per task.
 pub fn top_k_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    source_ref(node, 0).map_or(0, |s| 4 * s.ne[0] as usize * n_tasks)
+    node.source(0).map_or(0, |s| 4 * s.ne[0] as usize * n_tasks)
 }
 
 /// TOP_K: the indices of each row's `k` largest values, largest first except that the first

@@ -13,14 +13,9 @@ use crate::cpu::compute::ComputeParams;
 use crate::cpu::kernels::copy::{split, src, use_simd};
 use crate::cpu::kernels::simd;
 
-fn source_ref(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 /// `dst` and its first `n` sources are F32.
 fn all_f32(node: &Tensor, n: usize) -> bool {
-    node.type_ == Type::F32 && (0..n).all(|i| source_ref(node, i).is_some_and(|s| s.type_ == Type::F32))
+    node.type_ == Type::F32 && (0..n).all(|i| node.source(i).is_some_and(|s| s.type_ == Type::F32))
 }
 
 /// A raw view of an F32 tensor's data as a flat array of floats.
@@ -94,8 +89,8 @@ pub fn ssm_conv(params: &ComputeParams, dst: TensorPtr) {
 /// state element) only with a single state snapshot.
 pub fn ssm_scan_supports(node: &Tensor) -> bool {
     all_f32(node, 6)
-        && source_ref(node, 6).is_some_and(|ids| ids.type_ == Type::I32)
-        && (node.op_params[0] == 1 || source_ref(node, 3).is_some_and(|a| a.ne[0] == 1))
+        && node.source(6).is_some_and(|ids| ids.type_ == Type::I32)
+        && (node.op_params[0] == 1 || node.source(3).is_some_and(|a| a.ne[0] == 1))
 }
 
 /// SSM_SCAN: the selective scan. Per sequence, token, head `h`, row `i` and state `n`:
@@ -190,6 +185,13 @@ pub fn ssm_scan(params: &ComputeParams, dst: TensorPtr) {
 
 // ---------------------------------------------------------------------------------------------
 // RWKV and gated linear attention
+
+/// The task count of RWKV_WKV6, RWKV_WKV7 and GATED_LINEAR_ATTN: a thread per head at most
+/// (the heads are `src[1]`'s second dimension).
+pub fn per_head_tasks(node: &Tensor, n_threads: usize) -> usize {
+    let heads = node.source(1).map_or(1, |k| usize::try_from(k.ne[1]).unwrap_or(1));
+    n_threads.min(heads.max(1))
+}
 
 /// RWKV_WKV6: F32 everywhere.
 pub fn rwkv_wkv6_supports(node: &Tensor) -> bool {
@@ -367,7 +369,7 @@ pub fn gated_delta_net_supports(node: &Tensor) -> bool {
 /// The reference plan's scratch for GATED_DELTA_NET: a delta row per task, plus a working
 /// state when several snapshots are kept.
 pub fn gated_delta_net_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    let s_v = source_ref(node, 2).map_or(0, |v| v.ne[0] as usize);
+    let s_v = node.source(2).map_or(0, |v| v.ne[0] as usize);
     let per_thread = s_v + if node.op_params[0] > 1 { s_v * s_v } else { 0 };
     per_thread * 4 * n_tasks
 }

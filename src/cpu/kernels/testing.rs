@@ -12,7 +12,7 @@ use crate::core::tensor::TensorPtr;
 use crate::core::threadpool_params::ThreadpoolParams;
 use crate::cpu::compute::{ComputeParams, compute};
 use crate::cpu::plan::{CACHE_LINE_SIZE, DefaultOps, plan};
-use crate::cpu::pool::Threadpool;
+use crate::cpu::threadpool::Threadpool;
 
 /// A context large enough for the biggest case (mul_mat's); only the pages used are touched.
 pub fn ctx() -> Box<Context> {

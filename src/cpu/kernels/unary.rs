@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use super::copy::{Elem, F16, extents, nrows, row_addr, row_coords, split, src, use_simd};
 use crate::core::op::{Op, UnaryOp};
+use crate::core::ops::unary::get_unary_op;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
@@ -176,14 +177,23 @@ pub(crate) fn map_rows(params: &ComputeParams, a: &Tensor, d: &Tensor, fast: Opt
 }
 
 fn source_types_supported(node: &Tensor) -> bool {
-    // SAFETY: graph nodes' sources are null or live tensors.
-    match unsafe { node.src[0].as_ref() } {
+    match node.source(0) {
         Some(a) => a.same_shape(node) && map_types_supported(a.type_, node.type_),
         None => false,
     }
 }
 
 // ---- GGML_OP_UNARY ----
+
+/// UNARY's task count: the whole team for the GELUs, SiLU and xIELU, one thread for the
+/// other unary ops. Aborts for a sub-op that does not exist, as the reference's planner does.
+pub fn unary_tasks(node: &Tensor, n_threads: usize) -> usize {
+    match get_unary_op(node) {
+        UnaryOp::GELU | UnaryOp::GELU_ERF | UnaryOp::GELU_QUICK | UnaryOp::SILU | UnaryOp::XIELU => n_threads,
+        u if (0..UnaryOp::COUNT).contains(&u.0) => 1,
+        u => crate::ggml_abort!("unknown unary op {}", u.0),
+    }
+}
 
 /// Whether [`unary`] covers `node`.
 pub fn unary_supports(node: &Tensor) -> bool {

@@ -7,13 +7,8 @@ use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::cpu::kernels::copy::{split, src};
 
-fn source_ref(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 fn all_f32(node: &Tensor, n_src: usize) -> bool {
-    node.type_ == Type::F32 && (0..n_src).all(|i| source_ref(node, i).is_some_and(|s| s.type_ == Type::F32))
+    node.type_ == Type::F32 && (0..n_src).all(|i| node.source(i).is_some_and(|s| s.type_ == Type::F32))
 }
 
 /// WIN_PART and WIN_UNPART: F32 in and out.
@@ -76,7 +71,7 @@ pub fn win_unpart(params: &ComputeParams, dst: TensorPtr) {
 
 /// GET_REL_POS: F16 or BF16 table, F16 out (the 16-bit patterns are copied as they are).
 pub fn get_rel_pos_supports(node: &Tensor) -> bool {
-    node.type_ == Type::F16 && source_ref(node, 0).is_some_and(|s| matches!(s.type_, Type::F16 | Type::BF16))
+    node.type_ == Type::F16 && node.source(0).is_some_and(|s| matches!(s.type_, Type::F16 | Type::BF16))
 }
 
 /// GET_REL_POS: `dst[:, i1, i2] = table[:, (kh - 1 - i1) + i2]`. Runs on thread 0.

@@ -2,7 +2,7 @@
 //! CPU backend has one. llama.cpp asks the device for its extra buffer types
 //! (`ggml_backend_dev_get_extra_bufts`) and puts each weight whose product the device accepts
 //! from them there; `set_tensor` then stores it in the interleaved [`layout`], which the
-//! matrix product reads in one stream (`kernels::matmul::repacked`).
+//! matrix product reads in one stream (`kernels::matmul::repack`).
 //!
 //! Only what the product computes is offered: MUL_MAT of 2-D F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4, Q4_K, Q5_K or
 //! Q6_K weights of

@@ -1,7 +1,7 @@
 //! FLASH_ATTN_EXT (kernels/attention.cu): a block per query row walks the keys with an online
 //! softmax.
 
-use super::{Alibi, Queue, data, data_or_null, grid_for_rows, is_decodable, launch, packed_rows, shape, src, src_opt};
+use super::{Alibi, Queue, data, data_or_null, grid_for_rows, is_decodable, launch, packed_rows, shape, src};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
 use crate::cuda::gpu::{GpuResult, Kernel};
@@ -23,8 +23,8 @@ struct KernelParams {
 
 pub fn supports(node: &Tensor) -> bool {
     let (q, k, v) = (src(node, 0), src(node, 1), src(node, 2));
-    let mask_ok = src_opt(node, 3).is_none_or(|m| m.type_ == Type::F16 && packed_rows(m));
-    let sinks_ok = src_opt(node, 4).is_none_or(|s| s.type_ == Type::F32 && s.is_contiguous());
+    let mask_ok = node.source(3).is_none_or(|m| m.type_ == Type::F16 && packed_rows(m));
+    let sinks_ok = node.source(4).is_none_or(|s| s.type_ == Type::F32 && s.is_contiguous());
     let heads_ok = k.ne[2] > 0 && v.ne[2] > 0 && q.ne[2] % k.ne[2] == 0 && q.ne[2] % v.ne[2] == 0;
     let seqs_ok = k.ne[3] > 0 && v.ne[3] > 0 && q.ne[3] % k.ne[3] == 0 && q.ne[3] % v.ne[3] == 0;
     q.type_ == Type::F32
@@ -39,7 +39,7 @@ pub fn supports(node: &Tensor) -> bool {
 }
 
 pub fn flash_attn_ext(q_: &Queue, node: &Tensor) -> GpuResult<()> {
-    let (q, k, v, mask, sinks) = (src(node, 0), src(node, 1), src(node, 2), src_opt(node, 3), src_opt(node, 4));
+    let (q, k, v, mask, sinks) = (src(node, 0), src(node, 1), src(node, 2), node.source(3), node.source(4));
     let max_bias = node.op_param_f32(1);
     let params = KernelParams {
         scale: node.op_param_f32(0),

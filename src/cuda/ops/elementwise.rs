@@ -1,7 +1,7 @@
 //! ADD, SUB, MUL and DIV with broadcasting; the unary functions; the gated linear units
 //! (kernels/elementwise.cu).
 
-use super::{Queue, data, data_or_null, grid_for, is_float, launch, shape, src, src_opt};
+use super::{Queue, data, data_or_null, grid_for, is_float, launch, shape, src};
 use crate::core::op::{GluOp, Op, UnaryOp};
 use crate::core::tensor::Tensor;
 use crate::cuda::gpu::{GpuResult, Kernel};
@@ -66,13 +66,13 @@ pub fn unary(q: &Queue, node: &Tensor) -> GpuResult<()> {
 pub fn supports_glu(node: &Tensor) -> bool {
     let a = src(node, 0);
     let f = node.op_param_i32(0);
-    let one_type = src_opt(node, 1).is_none_or(|b| b.type_ == a.type_ && b.same_shape(node));
+    let one_type = node.source(1).is_none_or(|b| b.type_ == a.type_ && b.same_shape(node));
     (0..GluOp::COUNT).contains(&f) && is_float(a.type_) && node.type_ == a.type_ && one_type
 }
 
 pub fn glu(q: &Queue, node: &Tensor) -> GpuResult<()> {
     let a = src(node, 0);
-    let b = src_opt(node, 1);
+    let b = node.source(1);
     let (f, swapped, alpha, limit) =
         (node.op_param_i32(0), node.op_param_i32(1), node.op_param_f32(2), node.op_param_f32(3));
     let sb = b.map_or(shape(a), shape);

@@ -99,17 +99,10 @@ fn shape(t: &Tensor) -> Shape {
 
 /// A source of `node`, which its op requires.
 fn src(node: &Tensor, i: usize) -> &Tensor {
-    // SAFETY: a graph node's sources are null or live tensors.
-    match unsafe { node.src[i].as_ref() } {
+    match node.source(i) {
         Some(t) => t,
         None => crate::ggml_abort!("{} ({}) has no source {}", node.name(), node.op.name(), i),
     }
-}
-
-/// A source of `node` that its op may go without.
-fn src_opt(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: as in `src`.
-    unsafe { node.src[i].as_ref() }
 }
 
 /// F32, F16 and BF16: the element types the element-wise kernels load and store.
@@ -157,50 +150,51 @@ fn packed_rows(t: &Tensor) -> bool {
     t.nb[0] == t.type_.type_size()
 }
 
-/// Whether a CUDA device computes `node`.
-pub fn supports(node: &Tensor) -> bool {
-    match node.op {
-        op if op.is_empty() => true,
-        Op::ADD | Op::SUB | Op::MUL | Op::DIV => elementwise::supports_binary(node),
+/// What the CUDA backend knows about one op: whether a device computes a node of it, and the
+/// launches that do. The one table both [`supports`] and [`compute`] read, so an op the device
+/// accepts always has its launches.
+#[derive(Clone, Copy)]
+struct Entry {
+    supports: fn(&Tensor) -> bool,
+    compute: fn(&Queue, &Tensor) -> GpuResult<()>,
+}
+
+/// The entry for `op`, or None for ops that stay on the CPU.
+fn entry(op: Op) -> Option<Entry> {
+    let entry = |supports, compute| Some(Entry { supports, compute });
+    match op {
+        Op::ADD | Op::SUB | Op::MUL | Op::DIV => entry(elementwise::supports_binary, elementwise::binary),
         Op::UNARY | Op::SQR | Op::SQRT | Op::LOG | Op::SIN | Op::COS | Op::SCALE | Op::CLAMP | Op::LEAKY_RELU => {
-            elementwise::supports_unary(node)
+            entry(elementwise::supports_unary, elementwise::unary)
         }
-        Op::GLU => elementwise::supports_glu(node),
-        Op::GET_ROWS => rows::supports_get_rows(node),
-        Op::SET_ROWS => rows::supports_set_rows(node),
-        Op::CPY | Op::DUP | Op::CONT => rows::supports_copy(node),
-        Op::NORM | Op::RMS_NORM | Op::L2_NORM => norm::supports_norm(node),
-        Op::SOFT_MAX => norm::supports_soft_max(node),
-        Op::ROPE => rope::supports(node),
-        Op::MUL_MAT => matmul::supports_mul_mat(node),
-        Op::MUL_MAT_ID => experts::supports(node),
-        Op::SUM_ROWS | Op::MEAN | Op::ARGSORT | Op::REPEAT | Op::CONCAT => reduce::supports(node),
-        Op::FLASH_ATTN_EXT => attention::supports(node),
-        _ => false,
+        Op::GLU => entry(elementwise::supports_glu, elementwise::glu),
+        Op::GET_ROWS => entry(rows::supports_get_rows, rows::get_rows),
+        Op::SET_ROWS => entry(rows::supports_set_rows, rows::set_rows),
+        Op::CPY | Op::DUP | Op::CONT => entry(rows::supports_copy, rows::copy),
+        Op::NORM | Op::RMS_NORM | Op::L2_NORM => entry(norm::supports_norm, norm::norm),
+        Op::SOFT_MAX => entry(norm::supports_soft_max, norm::soft_max),
+        Op::ROPE => entry(rope::supports, rope::rope),
+        Op::MUL_MAT => entry(matmul::supports_mul_mat, matmul::mul_mat),
+        Op::MUL_MAT_ID => entry(experts::supports, experts::mul_mat_id),
+        Op::SUM_ROWS | Op::MEAN => entry(reduce::supports, reduce::sum_rows),
+        Op::ARGSORT => entry(reduce::supports, reduce::argsort),
+        Op::REPEAT => entry(reduce::supports, reduce::repeat),
+        Op::CONCAT => entry(reduce::supports, reduce::concat),
+        Op::FLASH_ATTN_EXT => entry(attention::supports, attention::flash_attn_ext),
+        _ => None,
     }
+}
+
+/// Whether a CUDA device computes `node`: the view ops always (there is nothing to compute),
+/// the others when their entry accepts the node.
+pub fn supports(node: &Tensor) -> bool {
+    node.op.is_empty() || entry(node.op).is_some_and(|e| (e.supports)(node))
 }
 
 /// Queues the launches that compute `node`, which [`supports`] accepted.
 pub fn compute(q: &Queue, node: &Tensor) -> GpuResult<()> {
-    match node.op {
-        Op::ADD | Op::SUB | Op::MUL | Op::DIV => elementwise::binary(q, node),
-        Op::UNARY | Op::SQR | Op::SQRT | Op::LOG | Op::SIN | Op::COS | Op::SCALE | Op::CLAMP | Op::LEAKY_RELU => {
-            elementwise::unary(q, node)
-        }
-        Op::GLU => elementwise::glu(q, node),
-        Op::GET_ROWS => rows::get_rows(q, node),
-        Op::SET_ROWS => rows::set_rows(q, node),
-        Op::CPY | Op::DUP | Op::CONT => rows::copy(q, node),
-        Op::NORM | Op::RMS_NORM | Op::L2_NORM => norm::norm(q, node),
-        Op::SOFT_MAX => norm::soft_max(q, node),
-        Op::ROPE => rope::rope(q, node),
-        Op::MUL_MAT => matmul::mul_mat(q, node),
-        Op::MUL_MAT_ID => experts::mul_mat_id(q, node),
-        Op::SUM_ROWS | Op::MEAN => reduce::sum_rows(q, node),
-        Op::ARGSORT => reduce::argsort(q, node),
-        Op::REPEAT => reduce::repeat(q, node),
-        Op::CONCAT => reduce::concat(q, node),
-        Op::FLASH_ATTN_EXT => attention::flash_attn_ext(q, node),
-        op => crate::ggml_abort!("the CUDA backend does not compute {}", op.name()),
+    match entry(node.op) {
+        Some(e) => (e.compute)(q, node),
+        None => crate::ggml_abort!("the CUDA backend does not compute {}", node.op.name()),
     }
 }

@@ -1,7 +1,7 @@
 //! The row normalisations NORM, RMS_NORM and L2_NORM (kernels/norm.cu) and SOFT_MAX
 //! (kernels/softmax.cu): a block per row.
 
-use super::{Alibi, Queue, data, data_or_null, grid_for_rows, launch, packed_rows, shape, src, src_opt};
+use super::{Alibi, Queue, data, data_or_null, grid_for_rows, launch, packed_rows, shape, src};
 use crate::core::op::Op;
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
@@ -35,13 +35,13 @@ pub fn norm(q: &Queue, node: &Tensor) -> GpuResult<()> {
 
 pub fn supports_soft_max(node: &Tensor) -> bool {
     let x = src(node, 0);
-    let mask_ok = src_opt(node, 1).is_none_or(|m| matches!(m.type_, Type::F32 | Type::F16) && packed_rows(m));
-    let sinks_ok = src_opt(node, 2).is_none_or(|s| s.type_ == Type::F32);
+    let mask_ok = node.source(1).is_none_or(|m| matches!(m.type_, Type::F32 | Type::F16) && packed_rows(m));
+    let sinks_ok = node.source(2).is_none_or(|s| s.type_ == Type::F32);
     x.type_ == Type::F32 && node.type_ == Type::F32 && packed_rows(x) && packed_rows(node) && mask_ok && sinks_ok
 }
 
 pub fn soft_max(q: &Queue, node: &Tensor) -> GpuResult<()> {
-    let (x, mask, sinks) = (src(node, 0), src_opt(node, 1), src_opt(node, 2));
+    let (x, mask, sinks) = (src(node, 0), node.source(1), node.source(2));
     let (scale, max_bias) = (node.op_param_f32(0), node.op_param_f32(1));
     let alibi = Alibi::new(x.ne[2], max_bias);
     let mask_type = mask.map_or(Type::F32.0, |m| m.type_.0);

@@ -1,7 +1,7 @@
 //! ROPE in every mode ggml knows (normal, NeoX, M-RoPE, interleaved M-RoPE, vision), with
 //! YaRN, frequency factors and `rope_set_offset`'s offset (kernels/rope.cu).
 
-use super::{Queue, data, data_or_null, grid_for, launch, packed_rows, shape, src, src_opt};
+use super::{Queue, data, data_or_null, grid_for, launch, packed_rows, shape, src};
 use crate::core::ops::rope::{MROPE_SECTIONS, RopeParams, rope_offset, rope_type, rope_yarn_corr_dims};
 use crate::core::tensor::Tensor;
 use crate::core::types::Type;
@@ -52,7 +52,7 @@ pub fn supports(node: &Tensor) -> bool {
     let (x, pos) = (src(node, 0), src(node, 1));
     let (p, sections) = RopeParams::from_op_params(node);
     let n_offs = rope_offset(node);
-    let factors_ok = src_opt(node, 2).is_none_or(|f| f.type_ == Type::F32 && f.is_contiguous());
+    let factors_ok = node.source(2).is_none_or(|f| f.type_ == Type::F32 && f.is_contiguous());
     let multi = p.mode & rope_type::MROPE != 0;
     // the layouts' own rules, as the CPU checks them
     let layout_ok = if p.mode == rope_type::VISION {
@@ -78,7 +78,7 @@ pub fn supports(node: &Tensor) -> bool {
 }
 
 pub fn rope(q: &Queue, node: &Tensor) -> GpuResult<()> {
-    let (x, pos, factors) = (src(node, 0), src(node, 1), src_opt(node, 2));
+    let (x, pos, factors) = (src(node, 0), src(node, 1), node.source(2));
     let params = KernelParams::of(node);
     let threads = (x.ne[0] - i64::from(params.n_pairs)) * x.ne[1] * x.ne[2] * x.ne[3];
     launch!(q, ROPE, grid_for(threads), super::ELEMENT_THREADS;

@@ -10,8 +10,8 @@
 
 use std::ffi::{c_int, c_void};
 
+use super::type_traits::dot_rows;
 use crate::core::types::Type;
-use crate::cpu::api::dot_rows;
 use crate::cpu::kernels::dot::DotKernel;
 use crate::quants::half::Bf16;
 
@@ -116,7 +116,7 @@ vec_dots! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::api::{VecDotFn, type_traits_cpu};
+    use crate::ffi::cpu_kernels::type_traits::{VecDotFn, type_traits_cpu};
 
     #[test]
     fn exports_agree_with_the_type_traits() {

@@ -9,10 +9,12 @@ use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
 use super::params::{CComputeParams, with_params};
+use super::type_traits::type_traits_cpu;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::ComputeParams;
-use crate::cpu::api::{CpuFeature, cpu_has, type_traits_cpu, vec_dot_type};
+use crate::cpu::api::{CpuFeature, cpu_has};
+use crate::cpu::kernels::dot::vec_dot_type;
 use crate::ffi::handle::handle;
 
 /// Rows of `src[0]` that ggml decodes into one panel.
@@ -165,8 +167,7 @@ fn q8k_row_size(dst: &Tensor) -> usize {
 
 /// Source `i` of a product node, which it must have.
 fn operand(dst: &Tensor, i: usize) -> &Tensor {
-    // SAFETY: graph nodes' source slots hold null or live tensors.
-    unsafe { dst.src[i].as_ref() }.unwrap_or_else(|| crate::ggml_abort!("IQ panel product: missing source {}", i))
+    dst.source(i).unwrap_or_else(|| crate::ggml_abort!("IQ panel product: missing source {}", i))
 }
 
 /// The first weight rows of thread `ith`'s groups of eight, as ggml splits the groups.

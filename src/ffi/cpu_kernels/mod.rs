@@ -14,4 +14,5 @@ pub mod quantize;
 pub mod repack;
 pub mod sgemm;
 pub mod team;
+pub mod type_traits;
 pub mod vec;

@@ -5,7 +5,7 @@
 use std::ffi::{c_int, c_void};
 
 use crate::cpu::ComputeParams;
-use crate::cpu::pool::{Team, Threadpool, solo};
+use crate::cpu::threadpool::{Team, Threadpool, solo};
 
 /// `struct ggml_compute_params` (ggml-cpu-impl.h).
 #[repr(C)]

@@ -7,8 +7,8 @@
 
 use std::ffi::c_void;
 
+use super::type_traits::type_traits_cpu;
 use crate::core::types::Type;
-use crate::cpu::api::type_traits_cpu;
 use crate::quants::k_quants::BlockQ8K;
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 use crate::quants::rows;

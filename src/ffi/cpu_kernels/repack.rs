@@ -1,6 +1,6 @@
 //! The interleaved products and activation quantizers of the reference's repacked weight
 //! layouts (`repack.h`): `ggml_gemv_<w>_<N>x<B>_<a>`, `ggml_gemm_...` and
-//! `ggml_quantize_mat_<a>_4x<B>`, over [`crate::cpu::kernels::interleaved`].
+//! `ggml_quantize_mat_<a>_4x<B>`, over [`crate::cpu::kernels::ggml_repack`].
 //!
 //! The reference's x86 build exports a name's plain form for every layout and a `_generic`
 //! form only where it also has an AVX2 version; both mean the same product, so ours are the
@@ -18,14 +18,14 @@
 use std::ffi::{c_int, c_void};
 
 use crate::cpu::kernels::dot::VecDot;
-use crate::cpu::kernels::interleaved::activations::{
+use crate::cpu::kernels::ggml_repack::activations::{
     Flavour, Q8_0X4_BYTES, Q8_KX4_BYTES, quantize_mat_q8_0, quantize_mat_q8_k,
 };
-use crate::cpu::kernels::interleaved::k_quants::{Q2K, Q4K, Q5K, Q6K};
-use crate::cpu::kernels::interleaved::kernel::Rhs;
-use crate::cpu::kernels::interleaved::legacy::{Iq4Nl, Mxfp4, Q4_0, Q8_0};
-use crate::cpu::kernels::interleaved::low_bit::{Q1_0x4x4, Q1_0x4x8};
-use crate::cpu::kernels::interleaved::{Activation, Interleaved, gemm, gemv};
+use crate::cpu::kernels::ggml_repack::k_quants::{Q2K, Q4K, Q5K, Q6K};
+use crate::cpu::kernels::ggml_repack::kernel::Rhs;
+use crate::cpu::kernels::ggml_repack::legacy::{Iq4Nl, Mxfp4, Q4_0, Q8_0};
+use crate::cpu::kernels::ggml_repack::low_bit::{Q1_0x4x4, Q1_0x4x8};
+use crate::cpu::kernels::ggml_repack::{Activation, Interleaved, gemm, gemv};
 use crate::quants::k_quants::QK_K;
 
 /// The number of blocks in `n` values, and the number of interleaved groups in `nc` rows,

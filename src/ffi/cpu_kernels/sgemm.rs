@@ -22,7 +22,7 @@ use super::params::{CComputeParams, with_team};
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::{DotKernel, MAX_PANEL_ROWS};
 use crate::cpu::kernels::features::features;
-use crate::cpu::pool::Team;
+use crate::cpu::threadpool::Team;
 
 /// The values a float product's `k` must be a multiple of: the reference build's vector width
 /// for `ty` on this processor.
@@ -170,8 +170,8 @@ pub extern "C" fn llamafile_sgemm(
 mod tests {
     use super::*;
     use crate::core::threadpool_params::ThreadpoolParams;
-    use crate::cpu::api::type_traits_cpu;
-    use crate::cpu::pool::Threadpool;
+    use crate::cpu::threadpool::Threadpool;
+    use crate::ffi::cpu_kernels::type_traits::type_traits_cpu;
 
     fn params(ith: c_int, nth: c_int, pool: Option<&Threadpool>) -> CComputeParams {
         CComputeParams {

@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use crate::cpu::pool::Threadpool;
+use crate::cpu::threadpool::Threadpool;
 use crate::ffi::handle::arg;
 
 /// `ggml_barrier`: waits until the pool's current team (its latest job's) has arrived.

@@ -4,9 +4,9 @@
 use super::search::positive_scale;
 use super::{QK_K, WEIGHTED_SWEEP, pack_2bit, sum, sum_squares, unpack_2bit};
 use crate::core::types::Type;
+use crate::quants::BlockCheck;
 use crate::quants::half::Half;
 use crate::quants::search::{Sweep, affine_scale, nearest_int};
-use crate::quants::validate::BlockCheck;
 use crate::quants::{BlockFormat, block_weights};
 use std::mem::offset_of;
 

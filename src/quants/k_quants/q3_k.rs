@@ -5,9 +5,9 @@
 use super::search::symmetric_scale_refined;
 use super::{QK_K, pack_2bit, sum, sum_squares, unpack_2bit};
 use crate::core::types::Type;
+use crate::quants::BlockCheck;
 use crate::quants::half::Half;
 use crate::quants::search::{Search, Weighting, nearest_int, symmetric_scale};
-use crate::quants::validate::BlockCheck;
 use crate::quants::{BlockFormat, block_weights};
 use std::mem::offset_of;
 

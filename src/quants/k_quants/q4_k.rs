@@ -4,10 +4,10 @@
 
 use super::{AffineSuperBlock, K_SCALE_SIZE, QK_K, affine_factors};
 use crate::core::types::Type;
+use crate::quants::BlockCheck;
 use crate::quants::BlockFormat;
 use crate::quants::half::Half;
 use crate::quants::search::Sweep;
-use crate::quants::validate::BlockCheck;
 use std::mem::offset_of;
 
 /// `block_q4_K`.

@@ -5,10 +5,10 @@
 
 use super::QK_K;
 use crate::core::types::Type;
+use crate::quants::BlockCheck;
 use crate::quants::BlockFormat;
 use crate::quants::half::Half;
 use crate::quants::search::{GROUP_MAX_EPS, Search, Weighting, nearest_int, symmetric_scale};
-use crate::quants::validate::BlockCheck;
 use std::mem::offset_of;
 
 const SUB: usize = 16;

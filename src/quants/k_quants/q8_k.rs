@@ -4,9 +4,9 @@
 
 use super::QK_K;
 use crate::core::types::Type;
+use crate::quants::BlockCheck;
 use crate::quants::BlockFormat;
 use crate::quants::search::nearest_int;
-use crate::quants::validate::BlockCheck;
 
 /// `block_q8_K`. The C struct is 4-byte aligned (its first field is a `float`); this one is
 /// byte-aligned like every block here and reads its fields through accessors.

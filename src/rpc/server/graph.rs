@@ -416,7 +416,7 @@ impl StoredGraph {
             if let Some(slot) = g.visited_hash_set.insert(node) {
                 g.use_counts_mut()[slot] = checked[i].wire.use_count;
             }
-            if !ops::computes(node.op) {
+            if node.op.is_empty() {
                 continue;
             }
             let what = || format!("node {pos} ({} {})", node.op.name(), describe(&checked[i].wire));

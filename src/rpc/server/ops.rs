@@ -44,11 +44,6 @@ macro_rules! need {
     };
 }
 
-/// Ops that only describe a view of their source: backends compute nothing for them.
-pub(super) fn computes(op: Op) -> bool {
-    !matches!(op, Op::NONE | Op::VIEW | Op::RESHAPE | Op::PERMUTE | Op::TRANSPOSE)
-}
-
 /// Ops whose parameters are function pointers into the client.
 pub(super) fn is_custom(op: Op) -> bool {
     matches!(op, Op::CUSTOM | Op::MAP_CUSTOM1 | Op::MAP_CUSTOM2 | Op::MAP_CUSTOM3)

@@ -1,6 +1,5 @@
 //! FLASH_ATTN_BACK, the gradient of the old fused attention.
 
-use super::opt_src;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
@@ -12,13 +11,13 @@ use crate::cpu::kernels::softmax::{exp_row, max_of};
 /// constructor of this op aborts in ggml 0.25.1, as ours does, so only a hand-built node gets
 /// here.)
 pub fn flash_attn_back_supports(node: &Tensor) -> bool {
-    (0..4).all(|i| opt_src(node, i).is_some_and(|t| t.type_ == Type::F32)) && node.type_ == Type::F32
+    (0..4).all(|i| node.source(i).is_some_and(|t| t.type_ == Type::F32)) && node.type_ == Type::F32
 }
 
 /// The reference's scratch for FLASH_ATTN_BACK: two rows of `max(D, keys rounded up to 4)`
 /// floats, twice over, per task.
 pub fn flash_attn_back_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    let (Some(q), Some(k)) = (opt_src(node, 0), opt_src(node, 1)) else { return 0 };
+    let (Some(q), Some(k)) = (node.source(0), node.source(1)) else { return 0 };
     if !matches!(k.type_, Type::F32 | Type::F16 | Type::BF16) {
         return 0;
     }

@@ -438,8 +438,8 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{FP16_BLOCK, GROUP, LANES, LANES_BLOCK, QueryTails, TAIL_KEYS};
+    use crate::cpu::kernels::simd::avx2::load_f16;
     use crate::cpu::kernels::simd::fp16_to_f32_row;
-    use crate::cpu::kernels::x86::avx2::load_f16;
 
     /// 8 `f32` rounded to binary16 (to nearest even) and stored at `p`.
     ///

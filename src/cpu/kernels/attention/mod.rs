@@ -55,11 +55,6 @@ const SPLIT_MIN_KEYS: usize = 512;
 /// The padding between threads' scratch, in floats (`CACHE_LINE_SIZE_F32`).
 const PAD_FLOATS: usize = CACHE_LINE_SIZE / 4;
 
-fn opt_src(node: &Tensor, i: usize) -> Option<&Tensor> {
-    // SAFETY: a node's sources are null or live tensors.
-    unsafe { node.src[i].as_ref() }
-}
-
 /// How value rows are read.
 #[derive(Clone, Copy)]
 enum ValueRows {
@@ -95,17 +90,17 @@ fn query_convertible(ty: Type) -> bool {
 /// default or F32.
 pub fn flash_attn_ext_supports(node: &Tensor) -> bool {
     let whole_blocks = |n: i64, ty: Type| n % ty.blck_size() == 0;
-    let q = opt_src(node, 0).is_some_and(|q| q.type_ == Type::F32);
-    let k = opt_src(node, 1).is_some_and(|k| {
+    let q = node.source(0).is_some_and(|q| q.type_ == Type::F32);
+    let k = node.source(1).is_some_and(|k| {
         DotKernel::for_type(k.type_).is_some_and(|d| {
             query_convertible(d.vec_dot_type) && whole_blocks(k.ne[0], k.type_) && whole_blocks(k.ne[0], d.vec_dot_type)
         })
     });
-    let v = opt_src(node, 2).is_some_and(|v| {
+    let v = node.source(2).is_some_and(|v| {
         ValueRows::for_type(v.type_).is_some() && v.type_.blck_size() > 0 && whole_blocks(v.ne[0], v.type_)
     });
-    let mask = opt_src(node, 3).is_none_or(|m| m.type_ == Type::F16);
-    let sinks = opt_src(node, 4).is_none_or(|s| s.type_ == Type::F32);
+    let mask = node.source(3).is_none_or(|m| m.type_ == Type::F16);
+    let sinks = node.source(4).is_none_or(|s| s.type_ == Type::F32);
     q && k && v && mask && sinks && node.type_ == Type::F32 && precision_supported(node)
 }
 
@@ -125,8 +120,8 @@ fn row_stride(dk: usize, dv: usize) -> usize {
 /// decoding buffers (the rows scratch and the merged slices), for `n_tasks` threads. The
 /// plan adds a cache line per thread, which the strides above use.
 pub fn flash_attn_ext_work_size(node: &Tensor, n_tasks: usize) -> usize {
-    let dim = |i: usize| opt_src(node, i).map_or(0, |t| t.ne[0].max(0) as usize);
-    let n_q_heads = opt_src(node, 0).map_or(0, |q| q.ne[2].max(0) as usize);
+    let dim = |i: usize| node.source(i).map_or(0, |t| t.ne[0].max(0) as usize);
+    let n_q_heads = node.source(0).map_or(0, |q| q.ne[2].max(0) as usize);
     let (dk, dv) = (dim(1), dim(2));
     let prefill = 4 * (tile_stride(dk, dv) - PAD_FLOATS) * n_tasks;
     let decode = 4 * (n_q_heads * n_tasks * (2 + dv) + n_tasks * (row_stride(dk, dv) - PAD_FLOATS));
@@ -425,7 +420,7 @@ pub fn flash_attn_ext(params: &ComputeParams, dst: TensorPtr) {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use crate::cpu::kernels::x86::avx2::load_f32;
+    use crate::cpu::kernels::simd::avx2::load_f32;
 
     /// [`super::mad_f32`].
     ///

@@ -31,7 +31,7 @@ use super::{Attention, PAD_FLOATS, ValueRows, mad_f32, row_stride, scale_f32, vi
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
 use crate::cpu::kernels::dot::{quantize_row_q8_0, quantize_row_q8_1};
-use crate::cpu::kernels::simd;
+use crate::cpu::kernels::{prefetch, simd};
 use crate::quants::half::Bf16;
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
@@ -252,7 +252,7 @@ impl Attention<'_> {
                 // so that its load overlaps them (a decoding step reads each row once, from
                 // beyond the second-level cache)
                 let row = self.value_row(ic, v_head);
-                simd::prefetch_lines(row.as_ptr(), row.len(), simd::Cache::L1);
+                prefetch::lines(row.as_ptr(), row.len(), prefetch::Cache::L1);
                 if tails.is_some() {
                     (live[n_live], live_keys[n_live]) = (j, view(key, dk));
                     n_live += 1;

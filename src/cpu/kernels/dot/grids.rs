@@ -51,51 +51,9 @@ pub fn grids() -> &'static ValueGrids {
     })
 }
 
-/// The eight signs of a group stored as seven bits (ggml's `ksigns_iq2xs`): bit 7 is set when
-/// that makes the count of set bits even.
-pub static SEVEN_BIT_SIGNS: [u8; 128] = {
-    let mut table = [0u8; 128];
-    let mut i = 0;
-    while i < 128 {
-        table[i] = i as u8 | (((i as u8).count_ones() as u8 & 1) << 7);
-        i += 1;
-    }
-    table
-};
-
-/// Eight sign bits spread to bytes: byte j is 0xff where bit j is set, else 0.
-pub static SIGN_MASKS: [u64; 256] = {
-    let mut table = [0u64; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut j = 0;
-        while j < 8 {
-            if i >> j & 1 != 0 {
-                table[i] |= 0xff << (8 * j);
-            }
-            j += 1;
-        }
-        i += 1;
-    }
-    table
-};
-
-/// [`SEVEN_BIT_SIGNS`] spread to bytes: byte j is -1 where bit j is set, else 1 (ggml's
-/// `keven_signs_q2xs`), for multiplying signs onto 8 values at once.
-pub static SEVEN_BIT_SIGN_BYTES: [u64; 128] = {
-    let mut table = [0u64; 128];
-    let mut i = 0;
-    while i < 128 {
-        table[i] = SIGN_MASKS[SEVEN_BIT_SIGNS[i] as usize] | 0x0101_0101_0101_0101;
-        i += 1;
-    }
-    table
-};
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::quants::iq_grids::signs_from_seven;
 
     #[test]
     fn grids_hold_the_values_of_the_levels() {
@@ -112,16 +70,5 @@ mod tests {
             assert_eq!(g.iq3_s[300].to_le_bytes()[k], 2 * p + 1);
         }
         assert!(g.iq3_xxs.iter().all(|&p| p.to_le_bytes().iter().all(|b| XXS_VALUES.contains(b))));
-    }
-
-    #[test]
-    fn sign_table_completes_the_parity() {
-        for bits in 0..128u8 {
-            assert_eq!(SEVEN_BIT_SIGNS[usize::from(bits)], signs_from_seven(bits));
-            assert_eq!(SEVEN_BIT_SIGNS[usize::from(bits)].count_ones() % 2, 0);
-            for (j, &b) in SEVEN_BIT_SIGN_BYTES[usize::from(bits)].to_le_bytes().iter().enumerate() {
-                assert_eq!(b as i8, if SEVEN_BIT_SIGNS[usize::from(bits)] >> j & 1 != 0 { -1 } else { 1 });
-            }
-        }
     }
 }

@@ -1,9 +1,10 @@
 //! `iq2_xxs`, `iq2_xs` and `iq2_s` · `q8_K`: groups of 8 values as points of a 2-bit grid.
 
-use super::grids::{SEVEN_BIT_SIGNS, grids};
+use super::grids::grids;
 use super::whole::{Whole, put_signed, whole_dot};
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::VecDot;
+use crate::quants::iq_grids::SEVEN_BIT_SIGNS;
 use crate::quants::iq2::{BlockIq2S, BlockIq2Xs, BlockIq2Xxs};
 use crate::quants::k_quants::{BlockQ8K, QK_K};
 

@@ -1,9 +1,10 @@
 //! `iq3_xxs` · `q8_K` and `iq3_s` · `q8_K`: groups of 4 values as points of a 3-bit grid.
 
-use super::grids::{SEVEN_BIT_SIGNS, grids};
+use super::grids::grids;
 use super::whole::{Whole, put_signed, whole_dot};
 use crate::core::types::Type;
 use crate::cpu::kernels::dot::VecDot;
+use crate::quants::iq_grids::SEVEN_BIT_SIGNS;
 use crate::quants::iq3::{BlockIq3S, BlockIq3Xxs};
 use crate::quants::k_quants::{BlockQ8K, QK_K};
 

@@ -139,7 +139,7 @@ mod avx512 {
     use std::arch::x86_64::*;
 
     use super::*;
-    use crate::cpu::kernels::dot::prefetch_next_tile;
+    use crate::cpu::kernels::prefetch;
     use crate::cpu::kernels::x86::avx512::{bytes_pair, pair_scales, sums as lane_sums};
     use crate::cpu::kernels::x86::byte_tiles::half;
 
@@ -157,7 +157,7 @@ mod avx512 {
         }
         let mut acc = [[_mm512_setzero_ps(); C]; R];
         for b in 0..x[0].len() {
-            prefetch_next_tile(x, b, 1);
+            prefetch::next_tile(x, b, 1);
             let ys: [[Half64; 2]; C] = std::array::from_fn(|c| {
                 let unit = &y[c][b];
                 std::array::from_fn(|h| {

@@ -55,8 +55,6 @@ use crate::quants::formats::with_weight_format;
 use crate::quants::half::Bf16;
 use crate::quants::k_quants::QK_K;
 
-use crate::cpu::kernels::simd;
-
 mod float;
 mod fp4;
 pub(crate) mod grids;
@@ -86,40 +84,6 @@ pub const MAX_COLS: usize = 2;
 /// The most activation rows a tile covers: the formats with AVX-512 tiles take up to
 /// [`VecDot::AVX512_COLS`] on such processors ([`DotKernel::cols`]).
 pub const MAX_WIDE_COLS: usize = 6;
-
-/// Bytes of each row a tile's prefetch runs ahead by, at least: a tile of short rows is done
-/// before one tile's lead has come from memory. (Generation's attention, 200 layers of
-/// 64-value keys and 256-value values from memory: 1 tile ahead 9.7-10.3 ms, 8 tiles
-/// 8.0-8.1.)
-const LEAD: usize = 4096;
-
-/// Asks for unit `i` of each tile row's counterpart some tiles further on (units
-/// `i..i + units` of it) to be brought into the second-level cache: the same place in the
-/// next tile, or in a later one for rows shorter than [`LEAD`] bytes, when the rows lie evenly
-/// apart as a matrix's do (the first two rows' distance).
-///
-/// A one-column product (generation) reads each weight once and waits on memory. A tile
-/// reads its R rows side by side, R interleaved streams within the same few pages, which the
-/// hardware prefetcher follows less well than ggml's one row at a time. With this, llama's
-/// Q4_1 generation at one thread went from 45 to 55 tokens/s (the reference: 51).
-/// Prefetching reads nothing architecturally and never faults, so addresses past the matrix
-/// (after its last tile, or for rows that are not back to back) cost a wasted fetch at most.
-#[inline(always)]
-pub(crate) fn prefetch_next_tile<T, const R: usize>(x: &[&[T]; R], i: usize, units: usize) {
-    // (one row is one stream, which the hardware prefetcher follows on its own)
-    if R == 1 {
-        return;
-    }
-    // by the rows' own stride, which views leave wider than their length (generation's keys:
-    // rows of 64 values 256 apart, four heads side by side)
-    let tiles = (LEAD / size_of_val(x[0]).max(1)).clamp(1, 8);
-    let ahead = (tiles * R) as isize * (x[1].as_ptr() as isize).wrapping_sub(x[0].as_ptr() as isize);
-    for row in x {
-        let next = row.as_ptr().wrapping_add(i).cast::<u8>().wrapping_offset(ahead);
-        // steps back to back then leave no line out
-        simd::prefetch_lines(next, units * size_of::<T>(), simd::Cache::L2);
-    }
-}
 
 /// The tile a format's products take on this processor: its AVX-512 tile, its AVX2 tile, or
 /// the scalar one. Made only by [`Path::of`], which checks the processor (so holding an
@@ -350,6 +314,19 @@ impl DotKernel {
         let mut out = [0.0f32];
         (self.tile)(n, &[x], &[y], &mut out, simd);
         out[0]
+    }
+}
+
+/// The type the CPU's matrix product converts activations to for weights of type `ty`
+/// (ggml's `vec_dot_type`): the float types and Q8_1 their own, each weight format its dot
+/// product's [`VecDot::VEC_DOT_TYPE`], every other type F32.
+pub fn vec_dot_type(ty: Type) -> Type {
+    fn of<T: VecDot>() -> Type {
+        T::VEC_DOT_TYPE
+    }
+    match ty {
+        Type::F32 | Type::F16 | Type::BF16 | Type::Q8_1 => ty,
+        _ => with_weight_format!(ty, of(), _ => Type::F32),
     }
 }
 
@@ -756,10 +733,11 @@ mod tests {
         // takes this processor's); indices stay inside the 4 blocks of each row.
         unsafe {
             let xu = |r: usize, b: usize| (q4::avx2::nibbles(&xs[r][b].qs), xs[r][b].d, xs[r][b].m);
-            let xq = |r: usize, b: usize| (x86::avx2::load32(&x8[r][b].qs), x8[r][b].d);
+            let xq = |r: usize, b: usize| (crate::cpu::kernels::simd::avx2::load32(&x8[r][b].qs), x8[r][b].d);
             let xo = |r: usize, b: usize| (q4::avx2::nibbles(&xs[r][b].qs), xs[r][b].d);
-            let y1 = |c: usize, b: usize| (x86::avx2::load32(&ys[c][b].qs), ys[c][b].d, ys[c][b].s);
-            let y0 = |c: usize, b: usize| (x86::avx2::load32(&ys[c][b].qs), ys[c][b].d);
+            let y1 =
+                |c: usize, b: usize| (crate::cpu::kernels::simd::avx2::load32(&ys[c][b].qs), ys[c][b].d, ys[c][b].s);
+            let y0 = |c: usize, b: usize| (crate::cpu::kernels::simd::avx2::load32(&ys[c][b].qs), ys[c][b].d);
             let (r4, r8): ([&[BlockQ4_1]; 4], [&[BlockQ8_0]; 4]) =
                 (std::array::from_fn(|r| &xs[r][..]), std::array::from_fn(|r| &x8[r][..]));
             let a = x86::int8::tiles_avx2::affine_tile::<_, 4, 2>(&r4, xu, y1);

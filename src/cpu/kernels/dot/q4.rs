@@ -6,7 +6,7 @@ use super::VecDot;
 use super::q8::block_sum;
 use crate::core::types::Type;
 #[cfg(target_arch = "x86_64")]
-use crate::cpu::kernels::x86;
+use crate::cpu::kernels::{simd, x86};
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
@@ -60,7 +60,7 @@ unsafe impl VecDot for BlockQ4_0 {
                 },
                 |c, b| {
                     let blk = y[c].get_unchecked(b);
-                    (x86::avx2::load32(&blk.qs), blk.d)
+                    (simd::avx2::load32(&blk.qs), blk.d)
                 },
             )
         }
@@ -104,7 +104,7 @@ unsafe impl VecDot for BlockQ4_1 {
                 },
                 |c, b| {
                     let blk = y[c].get_unchecked(b);
-                    (x86::avx2::load32(&blk.qs), blk.d, blk.s)
+                    (simd::avx2::load32(&blk.qs), blk.d, blk.s)
                 },
             )
         }

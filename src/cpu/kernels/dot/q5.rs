@@ -7,7 +7,7 @@ use super::q4::nibbles;
 use super::q8::block_sum;
 use crate::core::types::Type;
 #[cfg(target_arch = "x86_64")]
-use crate::cpu::kernels::x86;
+use crate::cpu::kernels::{simd, x86};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
@@ -59,7 +59,7 @@ unsafe impl VecDot for BlockQ5_0 {
                 },
                 |c, b| {
                     let blk = y[c].get_unchecked(b);
-                    (x86::avx2::load32(&blk.qs), blk.d)
+                    (simd::avx2::load32(&blk.qs), blk.d)
                 },
             )
         }
@@ -107,7 +107,7 @@ unsafe impl VecDot for BlockQ5_1 {
                 },
                 |c, b| {
                     let blk = y[c].get_unchecked(b);
-                    (x86::avx2::load32(&blk.qs), blk.d, blk.s)
+                    (simd::avx2::load32(&blk.qs), blk.d, blk.s)
                 },
             )
         }

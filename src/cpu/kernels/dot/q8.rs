@@ -6,7 +6,7 @@
 use super::VecDot;
 use crate::core::types::Type;
 #[cfg(target_arch = "x86_64")]
-use crate::cpu::kernels::x86;
+use crate::cpu::kernels::{simd, x86};
 use crate::quants::half::{Half, fp32_to_fp16};
 use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
 
@@ -59,11 +59,11 @@ unsafe impl VecDot for BlockQ8_0 {
                 x,
                 |r, b| {
                     let blk = x[r].get_unchecked(b);
-                    (x86::avx2::load32(&blk.qs), blk.d)
+                    (simd::avx2::load32(&blk.qs), blk.d)
                 },
                 |c, b| {
                     let blk = y[c].get_unchecked(b);
-                    (x86::avx2::load32(&blk.qs), blk.d)
+                    (simd::avx2::load32(&blk.qs), blk.d)
                 },
             )
         }
@@ -156,7 +156,7 @@ pub fn quantize_row_q8_1(x: &[f32], y: &mut [BlockQ8_1]) {
 pub(super) mod avx2 {
     use std::arch::x86_64::*;
 
-    use crate::cpu::kernels::x86::avx2::hsum_i32;
+    use crate::cpu::kernels::simd::avx2::hsum_i32;
 
     /// ggml's x86 activation quantizer for one block of 32 values: the binary16 bits of the
     /// scale, the quants, and the binary16 bits of `d·Σq`.

@@ -245,7 +245,7 @@ mod avx512 {
     use std::arch::x86_64::*;
 
     use super::*;
-    use crate::cpu::kernels::dot::prefetch_next_tile;
+    use crate::cpu::kernels::prefetch;
     use crate::cpu::kernels::x86::avx512::sums as lane_sums;
     use crate::cpu::kernels::x86::byte_tiles::half;
 
@@ -267,7 +267,7 @@ mod avx512 {
     pub fn tq2_0<const R: usize, const C: usize>(x: &[&[BlockTq2_0]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
         let mut acc = [[_mm512_setzero_ps(); C]; R];
         for b in 0..x[0].len() {
-            prefetch_next_tile(x, b, 1);
+            prefetch::next_tile(x, b, 1);
             let ys: [&BlockQ8K; C] = std::array::from_fn(|c| &y[c][b]);
             let mut seed = [_mm512_setzero_si512(); C];
             for c in 0..C {

@@ -34,7 +34,7 @@ pub(super) fn q8(qs: &[u8], i: usize) -> i32 {
 /// other byte, as `v` is not 0.
 #[inline]
 pub(super) fn put_signed(out: &mut [i8], grid: u64, signs: u8) {
-    let negative = super::grids::SIGN_MASKS[usize::from(signs)];
+    let negative = crate::quants::iq_grids::SIGN_MASKS[usize::from(signs)];
     let values = (grid ^ negative) + (negative & 0x0101_0101_0101_0101);
     for (o, v) in out.iter_mut().zip(values.to_le_bytes()) {
         *o = v as i8;

@@ -19,7 +19,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::cpu::kernels::dot::prefetch_next_tile;
+use crate::cpu::kernels::prefetch;
 use crate::quants::half::Half;
 use crate::quants::q4::{BlockQ4_0, BlockQ4_1};
 use crate::quants::q5::{BlockQ5_0, BlockQ5_1};
@@ -223,7 +223,7 @@ fn lane_tile<T, const R: usize, const C: usize, const OFFSET: u8, const AFFINE: 
     let mut minimums = [[_mm_setzero_ps(); C]; 2];
     let empty = RowPair { q: _mm512_setzero_si512(), d: _mm512_setzero_ps(), m: _mm_setzero_ps() };
     for b in 0..rows[0].len() {
-        prefetch_next_tile(rows, b, 1);
+        prefetch::next_tile(rows, b, 1);
         let mut xv = [empty; 2];
         for p in 0..pairs {
             xv[p] = x(2 * p, b);

@@ -10,10 +10,10 @@
 
 use std::arch::x86_64::*;
 
-use crate::cpu::kernels::dot::grids::SEVEN_BIT_SIGN_BYTES;
-use crate::cpu::kernels::dot::prefetch_next_tile;
-use crate::cpu::kernels::x86::avx2::hsum;
+use crate::cpu::kernels::prefetch;
+use crate::cpu::kernels::simd::avx2::hsum;
 use crate::quants::half::Half;
+use crate::quants::iq_grids::SEVEN_BIT_SIGN_BYTES;
 use crate::quants::k_quants::{BlockQ8K, QK_K};
 use crate::quants::q8::BlockQ8_0;
 
@@ -196,7 +196,7 @@ pub fn q8k_frame<X, const R: usize, const C: usize>(
 ) -> [[f32; C]; R] {
     let mut acc = [[_mm256_setzero_ps(); C]; R];
     for b in 0..x[0].len() {
-        prefetch_next_tile(x, b, 1);
+        prefetch::next_tile(x, b, 1);
         let ys: [&BlockQ8K; C] = std::array::from_fn(|c| &y[c][b]);
         for r in 0..R {
             let (dx, sums) = block(&x[r][b], &ys);
@@ -408,7 +408,7 @@ macro_rules! q8_0_tiles {
         mod $module {
             use std::arch::x86_64::*;
 
-            use super::{MAX_BLOCKS, Q8_0Group, half8, load32, prefetch_next_tile, sums_of};
+            use super::{MAX_BLOCKS, Q8_0Group, half8, load32, prefetch, sums_of};
 
             // Rows and columns index the accumulator grid together.
             #[allow(clippy::needless_range_loop)]
@@ -427,7 +427,7 @@ macro_rules! q8_0_tiles {
                 let mut dy = [[_mm256_setzero_ps(); C]; MAX_BLOCKS];
                 let mut seed = [[_mm256_setzero_si256(); C]; MAX_BLOCKS];
                 for b in 0..x[0].len() {
-                    prefetch_next_tile(x, b, 1);
+                    prefetch::next_tile(x, b, 1);
                     for k in 0..Y::BLOCKS {
                         for c in 0..C {
                             let block = y[c][b].block(k);

@@ -11,8 +11,8 @@ macro_rules! int8_tiles {
         pub(crate) mod $module {
             use std::arch::x86_64::*;
 
-            use crate::cpu::kernels::x86::avx2::hsum;
-            use crate::cpu::kernels::x86::avx2::scale;
+            use crate::cpu::kernels::simd::avx2::hsum;
+            use crate::cpu::kernels::simd::avx2::scale;
             use crate::quants::half::Half;
 
             /// Sums of four products of unsigned bytes of `a` with signed bytes of `b`, per
@@ -40,7 +40,7 @@ macro_rules! int8_tiles {
                 let mut ax = [_mm256_setzero_si256(); R];
                 let mut dx = [0.0f32; R];
                 for b in 0..rows[0].len() {
-                    crate::cpu::kernels::dot::prefetch_next_tile(rows, b, 1);
+                    crate::cpu::kernels::prefetch::next_tile(rows, b, 1);
                     for r in 0..R {
                         let (q, d) = x(r, b);
                         qx[r] = q;
@@ -86,7 +86,7 @@ macro_rules! int8_tiles {
                 let mut qx = [_mm256_setzero_si256(); R];
                 let mut dx = [0.0f32; R];
                 for b in 0..rows[0].len() {
-                    crate::cpu::kernels::dot::prefetch_next_tile(rows, b, 1);
+                    crate::cpu::kernels::prefetch::next_tile(rows, b, 1);
                     for r in 0..R {
                         let (q, d) = x(r, b);
                         qx[r] = q;
@@ -130,7 +130,7 @@ macro_rules! int8_tiles {
                 let mut dx = [0.0f32; R];
                 let mut mx = [0.0f32; R];
                 for b in 0..rows[0].len() {
-                    crate::cpu::kernels::dot::prefetch_next_tile(rows, b, 1);
+                    crate::cpu::kernels::prefetch::next_tile(rows, b, 1);
                     for r in 0..R {
                         let (q, d, m) = x(r, b);
                         qx[r] = q;

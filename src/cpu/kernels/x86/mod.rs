@@ -2,7 +2,6 @@
 //! one format or one op. Everything here needs the processor features its module names;
 //! callers check them through [`features`](super::features).
 
-pub mod avx2;
 pub mod avx512;
 pub(crate) mod byte_tiles;
 pub mod int8;

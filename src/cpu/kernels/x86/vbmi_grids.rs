@@ -23,7 +23,7 @@
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
-use crate::cpu::kernels::dot::prefetch_next_tile;
+use crate::cpu::kernels::prefetch;
 use crate::quants::iq_grids::{Grid, points4, points8};
 use crate::quants::k_quants::{BlockQ8K, QK_K};
 
@@ -304,7 +304,7 @@ pub fn q8k_tile<X, P, const R: usize, const C: usize>(
 ) -> [[f32; C]; R] {
     let mut acc = [[_mm512_setzero_ps(); C]; R];
     for b in 0..x[0].len() {
-        prefetch_next_tile(x, b, 1);
+        prefetch::next_tile(x, b, 1);
         for r in 0..R {
             let xb = &x[r][b];
             let (dx, shared) = prep(xb);
@@ -399,7 +399,7 @@ mod tests {
         if !available() {
             return;
         }
-        use crate::cpu::kernels::dot::grids::SEVEN_BIT_SIGNS;
+        use crate::quants::iq_grids::SEVEN_BIT_SIGNS;
         let words: [u32; 8] = std::array::from_fn(|i| 0x9e37_79b9u32.wrapping_mul(i as u32 + 1));
         // SAFETY (whole block): the processor has what the functions need (checked above).
         unsafe {

@@ -14,7 +14,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::cpu::kernels::dot::prefetch_next_tile;
+use crate::cpu::kernels::prefetch;
 use crate::cpu::kernels::x86::avx512::sums;
 use crate::quants::half::{Bf16, bf16_to_fp32};
 
@@ -78,7 +78,7 @@ fn float_tile<T, const R: usize, const C: usize, const STEP: usize, V: Copy>(
     // inlined, and would keep the accumulators or the loaded rows in memory.
     macro_rules! step {
         ($at:expr, $len:expr, $i:expr, $mask:expr) => {{
-            prefetch_next_tile(rows, $at, $len);
+            prefetch::next_tile(rows, $at, $len);
             let mut xv = [x(0, $i, $mask); R];
             for r in 1..R {
                 xv[r] = x(r, $i, $mask);

@@ -34,15 +34,15 @@ unsafe impl VecDot for f32 {
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f32]; C]) -> [[f32; C]; R] {
         if R * C == 1 {
             // SAFETY: the caller vouches for AVX2.
-            return [[unsafe { crate::cpu::kernels::x86::avx2::dot_f32(x[0], y[0]) }; C]; R];
+            return [[unsafe { crate::cpu::kernels::simd::avx2::dot_f32(x[0], y[0]) }; C]; R];
         }
         // SAFETY: the caller vouches for AVX2; the loads stay below n (see `float_tile`), the
         // length of every row.
         unsafe {
             avx2::float_tile::<_, R, C>(
                 x,
-                |r, i| crate::cpu::kernels::x86::avx2::load_f32(x[r].as_ptr().add(i)),
-                |c, i| crate::cpu::kernels::x86::avx2::load_f32(y[c].as_ptr().add(i)),
+                |r, i| crate::cpu::kernels::simd::avx2::load_f32(x[r].as_ptr().add(i)),
+                |c, i| crate::cpu::kernels::simd::avx2::load_f32(y[c].as_ptr().add(i)),
                 |r, c, i| simd::scalar::dot_f32(&x[r][i..], &y[c][i..]),
             )
         }
@@ -74,14 +74,14 @@ unsafe impl VecDot for u16 {
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u16]; C]) -> [[f32; C]; R] {
         if R * C == 1 {
             // SAFETY: the caller vouches for AVX2.
-            return [[unsafe { crate::cpu::kernels::x86::avx2::dot_f16(x[0], y[0]) }; C]; R];
+            return [[unsafe { crate::cpu::kernels::simd::avx2::dot_f16(x[0], y[0]) }; C]; R];
         }
         // SAFETY: as for f32.
         unsafe {
             avx2::float_tile::<_, R, C>(
                 x,
-                |r, i| crate::cpu::kernels::x86::avx2::load_f16(x[r].as_ptr().add(i)),
-                |c, i| crate::cpu::kernels::x86::avx2::load_f16(y[c].as_ptr().add(i)),
+                |r, i| crate::cpu::kernels::simd::avx2::load_f16(x[r].as_ptr().add(i)),
+                |c, i| crate::cpu::kernels::simd::avx2::load_f16(y[c].as_ptr().add(i)),
                 |r, c, i| simd::scalar::dot_f16(&x[r][i..], &y[c][i..]),
             )
         }
@@ -132,14 +132,14 @@ unsafe impl VecDot for Bf16 {
     unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
         if R * C == 1 {
             // SAFETY: the caller vouches for AVX2.
-            return [[unsafe { crate::cpu::kernels::x86::avx2::dot_bf16(x[0], y[0]) }; C]; R];
+            return [[unsafe { crate::cpu::kernels::simd::avx2::dot_bf16(x[0], y[0]) }; C]; R];
         }
         // SAFETY: as for f32.
         unsafe {
             avx2::float_tile::<_, R, C>(
                 x,
-                |r, i| crate::cpu::kernels::x86::avx2::load_bf16(x[r].as_ptr().add(i)),
-                |c, i| crate::cpu::kernels::x86::avx2::load_bf16(y[c].as_ptr().add(i)),
+                |r, i| crate::cpu::kernels::simd::avx2::load_bf16(x[r].as_ptr().add(i)),
+                |c, i| crate::cpu::kernels::simd::avx2::load_bf16(y[c].as_ptr().add(i)),
                 |r, c, i| simd::scalar::dot_bf16(&x[r][i..], &y[c][i..]),
             )
         }
@@ -150,7 +150,7 @@ unsafe impl VecDot for Bf16 {
 pub(super) mod avx2 {
     use std::arch::x86_64::*;
 
-    use crate::cpu::kernels::x86::avx2::hsum;
+    use crate::cpu::kernels::simd::avx2::hsum;
 
     /// R×C products of the weight `rows` (of `n` values, the first row's length), the next
     /// tile's rows prefetched as it goes: `load_x(r, i)` and `load_y(c, i)` read 8 values at
@@ -170,7 +170,7 @@ pub(super) mod avx2 {
         let mut xv = [_mm256_setzero_ps(); R];
         let mut i = 0;
         while i + 8 <= n {
-            super::super::prefetch_next_tile(rows, i, 8);
+            crate::cpu::kernels::prefetch::next_tile(rows, i, 8);
             for (r, v) in xv.iter_mut().enumerate() {
                 *v = load_x(r, i);
             }

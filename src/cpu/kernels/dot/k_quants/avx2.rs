@@ -13,7 +13,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::cpu::kernels::x86::avx2::hsum;
+use crate::cpu::kernels::simd::avx2::hsum;
 use crate::quants::half::Half;
 use crate::quants::k_quants::{BlockQ8K, QK_K};
 
@@ -163,7 +163,7 @@ macro_rules! k_tile {
             let nb = x.iter().map(|row| row.len()).chain(y.iter().map(|row| row.len())).min().unwrap_or(0);
             let mut acc = [[_mm256_setzero_ps(); C]; R];
             for b in 0..nb {
-                crate::cpu::kernels::dot::prefetch_next_tile(x, b, 1);
+                crate::cpu::kernels::prefetch::next_tile(x, b, 1);
                 let yb: [&BlockQ8K; C] = std::array::from_fn(|c| &y[c][b]);
                 let qy: [&[u8; QK_K]; C] = std::array::from_fn(|c| &yb[c].qs);
                 for r in 0..R {

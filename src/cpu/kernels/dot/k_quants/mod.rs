@@ -24,6 +24,24 @@ use super::VecDot;
 use crate::core::types::Type;
 use crate::quants::k_quants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, QK_K, scale_min};
 
+/// The AVX2 half of a format's [`VecDot`] impl: every K-quant runs the generic tiles of
+/// [`avx2`] over its `KBlock`, so the five impls say it with this one line.
+macro_rules! avx2_tiles_from_kblock {
+    () => {
+        #[cfg(target_arch = "x86_64")]
+        unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
+            // SAFETY: the caller vouches for AVX2, FMA and F16C, all that `tile` needs.
+            unsafe { avx2::tile(x, y) }
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
+            // SAFETY: the caller vouches for AVX2, FMA and F16C, all that `column` needs.
+            unsafe { avx2::column(x, y, out) }
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 mod q2_k;
@@ -310,7 +328,7 @@ mod tests {
         for ty in [Type::Q2_K, Type::Q3_K, Type::Q4_K, Type::Q5_K, Type::Q6_K] {
             let k = DotKernel::for_type(ty).unwrap();
             assert_eq!((k.type_, k.vec_dot_type), (ty, Type::Q8_K));
-            let traits = crate::cpu::api::type_traits_cpu(ty);
+            let traits = crate::ffi::cpu_kernels::type_traits::type_traits_cpu(ty);
             assert_eq!(traits.vec_dot_type, Type::Q8_K);
             assert!(traits.vec_dot.is_some() && traits.from_float.is_some());
         }

@@ -21,17 +21,7 @@ unsafe impl VecDot for BlockQ5K {
         sum
     }
 
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn tile_avx2<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[BlockQ8K]; C]) -> [[f32; C]; R] {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::tile(x, y) }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    unsafe fn column_avx2(x: &[&[Self]], y: &[BlockQ8K], out: &mut [f32]) {
-        // SAFETY: the caller vouches for AVX2, FMA and F16C.
-        unsafe { avx2::column(x, y, out) }
-    }
+    avx2_tiles_from_kblock!();
 }
 
 /// The super-block as the AVX2 tiles read it.

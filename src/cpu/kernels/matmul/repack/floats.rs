@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 
 use super::{ActRow, Column, Scheme, parts_of};
 use crate::core::types::Type;
-use crate::cpu::kernels::simd::{Cache, prefetch_lines};
+use crate::cpu::kernels::prefetch::{self, Cache};
 use crate::cpu::repack::layout::GROUP_ROWS;
 use crate::quants::half::{Bf16 as Bf16Bits, bf16_to_fp32, fp16_to_fp32, fp32_to_bf16, fp32_to_fp16};
 
@@ -103,7 +103,7 @@ fn stream_ahead<T: Float>(cols: usize) -> Option<Cache> {
 #[inline]
 fn ask_ahead(ahead: Option<Cache>, at: *const u8, len: usize) {
     if let Some(cache) = ahead {
-        prefetch_lines(at.wrapping_add(super::STREAM_AHEAD), len, cache);
+        prefetch::lines(at.wrapping_add(super::STREAM_AHEAD), len, cache);
     }
 }
 

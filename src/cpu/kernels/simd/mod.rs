@@ -2,7 +2,7 @@
 //! sums over `f32` rows, and whole-row conversions between `f32` and the 16-bit float formats.
 //!
 //! Each helper exists twice: in [`scalar`], the plain loop that serves as the reference (and
-//! the fallback on processors without AVX2), and in [`avx2`](super::x86::avx2), the AVX2/FMA/F16C version. The
+//! the fallback on processors without AVX2), and in [`avx2`], the AVX2/FMA/F16C version. The
 //! functions at the top level pick one at run time from the cached feature check, so a kernel
 //! calls `simd::dot_f32(x, y)`, or `simd::scalar::dot_f32(x, y)` when the plan asks for the
 //! reference kernels (`params.use_ref`).
@@ -18,6 +18,9 @@
 
 use crate::quants::half::Bf16;
 
+#[cfg(target_arch = "x86_64")]
+pub mod avx2;
+
 /// Runs the AVX2 version of a helper when the processor has it, the scalar one otherwise.
 macro_rules! dispatch {
     ($name:ident($($arg:expr),*)) => {{
@@ -25,7 +28,7 @@ macro_rules! dispatch {
         {
             if super::features::features().has_avx2_fma() {
                 // SAFETY: the processor supports AVX2, FMA and F16C (checked just above).
-                return unsafe { super::x86::avx2::$name($($arg),*) };
+                return unsafe { avx2::$name($($arg),*) };
             }
         }
         scalar::$name($($arg),*)
@@ -81,37 +84,6 @@ pub fn bf16_to_f32_row(x: &[Bf16], y: &mut [f32]) {
 /// reference rounding).
 pub fn f32_to_bf16_row(x: &[f32], y: &mut [Bf16]) {
     dispatch!(f32_to_bf16_row(x, y))
-}
-
-/// The cache a prefetch fills.
-#[derive(Clone, Copy)]
-pub enum Cache {
-    /// The first level (`prefetcht0`): data wanted within a few hundred cycles.
-    L1,
-    /// The second level (`prefetcht1`): data further ahead, kept out of the small first level.
-    L2,
-}
-
-/// Asks for the cache lines of the `len` bytes at `at`, one request every 64 bytes (a span
-/// whose start is not line-aligned may leave its last line to the hardware). Any address will
-/// do: a prefetch has no architectural effect and never faults, so callers may point past
-/// their data (`wrapping_add`). Nothing happens off x86-64.
-#[inline(always)]
-pub fn prefetch_lines(at: *const u8, len: usize, cache: Cache) {
-    #[cfg(target_arch = "x86_64")]
-    for line in (0..len).step_by(64) {
-        use std::arch::x86_64::{_MM_HINT_T0, _MM_HINT_T1, _mm_prefetch};
-        let p = at.wrapping_add(line).cast::<i8>();
-        // SAFETY: a prefetch reads nothing architecturally and cannot fault, whatever the address.
-        unsafe {
-            match cache {
-                Cache::L1 => _mm_prefetch::<_MM_HINT_T0>(p),
-                Cache::L2 => _mm_prefetch::<_MM_HINT_T1>(p),
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (at, len, cache);
 }
 
 /// The reference loops.

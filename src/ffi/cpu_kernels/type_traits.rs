@@ -1,8 +1,9 @@
 //! `struct ggml_type_traits_cpu`: each type's activation converter, dot product and the type
-//! its dot product takes.
+//! its dot product takes, the table `ggml_get_type_traits_cpu` returns (its converters and
+//! dot products are C function pointers, so it lives at the C edge).
 
-use super::convert::{fp32_to_bf16, fp32_to_fp16, fp32_to_i32};
 use crate::core::types::Type;
+use crate::cpu::api::{fp32_to_bf16, fp32_to_fp16, fp32_to_i32};
 use crate::cpu::kernels::dot::{DotKernel, VecDot};
 use crate::cpu::kernels::{dot, features};
 use crate::quants::formats::with_weight_format;
@@ -304,16 +305,11 @@ pub fn type_traits_cpu(ty: Type) -> &'static TypeTraitsCpu {
     }
 }
 
-/// The type the CPU matrix product converts activations to for weights of type `ty` (F32 for
-/// types without a dot product).
-pub fn vec_dot_type(ty: Type) -> Type {
-    type_traits_cpu(ty).vec_dot_type
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::types::Type;
+    use crate::cpu::kernels::dot::vec_dot_type;
 
     #[test]
     fn type_traits_follow_the_reference_table() {

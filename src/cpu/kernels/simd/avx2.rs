@@ -8,7 +8,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::cpu::kernels::simd::scalar;
+use super::scalar;
 use crate::quants::half::{Bf16, Half};
 
 /// Sum of the 8 lanes.
