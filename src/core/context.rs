@@ -289,7 +289,10 @@ impl Context {
         // The header sits right before the tensor struct.
         // SAFETY: `tensor` was created by this context, so a header precedes it.
         let obj = unsafe { &*tensor.as_ptr().cast::<u8>().sub(OBJECT_SIZE).cast::<Object>() };
-        std::iter::successors(unsafe { obj.next.as_ref() }, |o| unsafe { o.next.as_ref() })
+        // SAFETY: the object list's links are null or the context's later objects, alive as
+        // long as the context is.
+        let next = |o: &Object| unsafe { o.next.as_ref() };
+        std::iter::successors(next(obj), |o| next(o))
             .find(|o| o.type_ == ObjectType::Tensor)
             // SAFETY: as in `tensors`.
             .map(|o| unsafe { TensorPtr::new(self.payload(o).cast()) })

@@ -309,8 +309,8 @@ fn init_slices(set: &SliceSet, buf: &MetaBuffer, tensor: TensorPtr) -> Status {
                 s.data = vs.data.cast::<u8>().wrapping_add(s.view_offs).cast();
             }
             // A view of a meta tensor lives in the simple buffer its source's slice lives in.
-            // SAFETY: a non-null buffer field points to a live buffer.
             if view_src_meta.is_some()
+                // SAFETY: a non-null buffer field points to a live buffer.
                 && let Some(vb) = unsafe { BufferPtr::from_raw(vs.buffer.cast()) }
             {
                 s.buffer = vb.as_ptr().cast();

@@ -225,7 +225,7 @@ pub fn upscale(params: &ComputeParams, dst: TensorPtr) {
             }
         }
     }
-    // SAFETY (for the closure's callers): the clamped coordinates are inside x.
+    // SAFETY: for the closure's callers, the clamped coordinates are inside x.
     let sample = |i0: i64, i1: i64, i2: i64, i3: i64| unsafe { load(&x, at(&x, i0, i1, i2, i3)) };
 
     for i3 in 0..dst.ne[3] {

@@ -67,7 +67,7 @@ impl Blas {
     pub fn open(name: &str) -> std::result::Result<Blas, String> {
         let library = Library::open(name)?;
         library.check(SYMBOLS)?;
-        // SAFETY (every `function` below): the types are cublas_api.h's declarations.
+        // SAFETY: for every `function` below, the types are cublas_api.h's declarations.
         unsafe {
             let get_property: GetPropertyFn = function(&library, "cublasGetProperty")?;
             let mut major: c_int = 0;

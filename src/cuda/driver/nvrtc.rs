@@ -108,7 +108,7 @@ impl Nvrtc {
     pub fn open(name: &str) -> std::result::Result<Nvrtc, String> {
         let library = Library::open(name)?;
         library.check(SYMBOLS)?;
-        // SAFETY (every `function` below): the types are nvrtc.h's declarations of these names.
+        // SAFETY: for every `function` below, the types are nvrtc.h's declarations of these names.
         unsafe {
             let version: VersionFn = function(&library, "nvrtcVersion")?;
             let num_archs: NumArchsFn = function(&library, "nvrtcGetNumSupportedArchs")?;
@@ -230,9 +230,12 @@ impl Nvrtc {
         }
         // SAFETY: nvrtcGetErrorString returns a static string for any code ("NVRTC_ERROR unknown").
         let s = unsafe { (self.error_string)(rc) };
-        // SAFETY: non-null, static and NUL-terminated.
-        let reason =
-            if s.is_null() { format!("NVRTC error {rc}") } else { text(unsafe { CStr::from_ptr(s) }.to_bytes()) };
+        let reason = if s.is_null() {
+            format!("NVRTC error {rc}")
+        } else {
+            // SAFETY: non-null, static and NUL-terminated.
+            text(unsafe { CStr::from_ptr(s) }.to_bytes())
+        };
         Err(Error::new(call, reason))
     }
 }

@@ -122,7 +122,7 @@ pub fn flash_attn_back(params: &ComputeParams, dst: TensorPtr) {
     };
     let scale = 1.0 / (dim as f32).sqrt();
     let dim = dim as usize;
-    // SAFETY (for the closures): callers pass indices inside the tensors' shapes (the loops
+    // SAFETY: for the closures, callers pass indices inside the tensors' shapes (the loops
     // below), whose rows are contiguous floats of the stated lengths.
     let row = |t: &Tensor, i1: i64, i2: i64, i3: i64, len: usize| unsafe {
         std::slice::from_raw_parts(row_ptr(t, i1, i2, i3).cast::<f32>(), len)

@@ -487,7 +487,7 @@ mod avx2 {
         from: usize,
         tails: &QueryTails,
     ) {
-        // SAFETY (all four): the processor's features are the caller's contract.
+        // SAFETY: in each arm, the processor's features are the caller's contract.
         unsafe {
             match keys.len() {
                 4 => tail_rows_of::<4>(sums, keys, from, tails),

@@ -536,7 +536,7 @@ mod tests {
         let m_rows: Vec<Vec<BlockIq1M>> = (0..4).map(|r| random(n, r, m_scale_fix).0).collect();
         let xs: [&[BlockIq1S]; 4] = std::array::from_fn(|r| s_rows[r].as_slice());
         let xm: [&[BlockIq1M]; 4] = std::array::from_fn(|r| m_rows[r].as_slice());
-        // SAFETY (whole block): AVX2, FMA, F16C (`has_avx2`) and BMI2 were checked above.
+        // SAFETY: AVX2, FMA, F16C (`has_avx2`) and BMI2 were checked above.
         unsafe {
             assert_eq!(avx2::iq1_s::<4, 2>(&xs, &y), avx2::iq1_s_bmi2::<4, 2>(&xs, &y));
             assert_eq!(avx2::iq1_m::<4, 2>(&xm, &y), avx2::iq1_m_bmi2::<4, 2>(&xm, &y));

@@ -238,7 +238,7 @@ mod tests {
         /// Three copies of a block, as bytes.
         fn three<B: Copy>(b: B) -> Vec<u8> {
             let blocks = [b; 3];
-            // SAFETY (test): the blocks are plain bytes; the view covers the array.
+            // SAFETY: the blocks are plain bytes; the view covers the array.
             unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u8>(), size_of_val(&blocks)) }.to_vec()
         }
         for (code, scale_bits, q, want) in

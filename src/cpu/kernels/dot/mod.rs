@@ -729,7 +729,7 @@ mod tests {
         let xs: Vec<Vec<BlockQ4_1>> = (0..4).map(|r| quantized::<BlockQ4_1>(&values(128, 40 + r)).0).collect();
         let x8: Vec<Vec<BlockQ8_0>> = (0..4).map(|r| quantized::<BlockQ8_0>(&values(128, 50 + r)).0).collect();
         let ys: Vec<Vec<BlockQ8_1>> = (0..2).map(|c| q8_1(&values(128, 60 + c)).0).collect();
-        // SAFETY (whole block): AVX2, FMA, F16C and a VNNI encoding were checked above (`int8`
+        // SAFETY: AVX2, FMA, F16C and a VNNI encoding were checked above (`int8`
         // takes this processor's); indices stay inside the 4 blocks of each row.
         unsafe {
             let xu = |r: usize, b: usize| (q4::avx2::nibbles(&xs[r][b].qs), xs[r][b].d, xs[r][b].m);
@@ -759,7 +759,7 @@ mod tests {
         assert!(DotKernel::for_type(Type::Q8_K).is_none());
         let rows: Vec<Vec<BlockQ8_0>> = (0..4).map(|r| q8_0(&values(64, r)).0).collect();
         let bytes: Vec<&[u8]> =
-            // SAFETY (test): blocks are plain bytes.
+            // SAFETY: blocks are plain bytes.
             rows.iter().map(|r| unsafe { std::slice::from_raw_parts(r.as_ptr().cast::<u8>(), r.len() * 34) }).collect();
         let mut full = [0.0f32; 8];
         k.tile(64, &bytes[..4], &bytes[..2], &mut full, true);

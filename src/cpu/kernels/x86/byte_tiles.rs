@@ -513,8 +513,9 @@ pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
 ) -> [[f32; C]; R] {
     use crate::cpu::kernels::features::{Vnni, features};
     match features().vnni() {
-        // SAFETY (both): AVX2, FMA and F16C are enabled here; the encoding was just checked.
+        // SAFETY: AVX2, FMA and F16C are enabled here; the encoding was just checked.
         Vnni::Vex => unsafe { q8_0_vnni::q8_0_tile(x, y, raise, scale, chunk) },
+        // SAFETY: as for the VEX encoding.
         Vnni::Evex => unsafe { q8_0_vnni512::q8_0_tile(x, y, raise, scale, chunk) },
         Vnni::None => q8_0_avx2::q8_0_tile(x, y, raise, scale, chunk),
     }
@@ -553,7 +554,7 @@ mod tests {
             let x: [&[[u8; 32]]; 4] = std::array::from_fn(|r| xs[r].as_chunks::<32>().0);
             let ys: Vec<Vec<BlockQ8_0>> = (0..2).map(|c| q8_0(&values(4 * 32, 19 + c)).0).collect();
             let y: [&[BlockQ8_0]; 2] = std::array::from_fn(|c| ys[c].as_slice());
-            // SAFETY (whole block): AVX2, FMA, F16C and the VNNI encoding taken were checked above.
+            // SAFETY: AVX2, FMA, F16C and the VNNI encoding taken were checked above.
             unsafe {
                 let scale = |_: &[u8; 32]| _mm256_set1_ps(0.5);
                 let chunk = |b: &[u8; 32], _| (load32(b, 0), _mm256_set1_ps(1.0));

@@ -359,7 +359,7 @@ mod tests {
             return;
         }
         let values: Vec<u8> = (0..8).map(|l| 10 + 3 * l).collect();
-        // SAFETY (whole block): the processor has what the functions need (checked above).
+        // SAFETY: the processor has what the functions need (checked above).
         unsafe {
             let table = &grid_codes().iq2_xs;
             let codes = Codes::load(table);
@@ -401,7 +401,7 @@ mod tests {
         }
         use crate::quants::iq_grids::SEVEN_BIT_SIGNS;
         let words: [u32; 8] = std::array::from_fn(|i| 0x9e37_79b9u32.wrapping_mul(i as u32 + 1));
-        // SAFETY (whole block): the processor has what the functions need (checked above).
+        // SAFETY: the processor has what the functions need (checked above).
         unsafe {
             let (signs, multipliers) = xxs_signs_and_multipliers(_mm256_loadu_si256(words.as_ptr().cast()));
             let multipliers: [u16; 32] = std::mem::transmute(multipliers);

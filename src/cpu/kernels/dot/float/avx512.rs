@@ -122,7 +122,7 @@ fn float_tile<T, const R: usize, const C: usize, const STEP: usize, V: Copy>(
 /// The processor has the features of `has_avx512`; every row holds as many values as `x[0]`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn f32_tile<const R: usize, const C: usize>(x: &[&[f32]; R], y: &[&[f32]; C]) -> [[f32; C]; R] {
-    // SAFETY (both loads): the values of the lanes read lie in the row (the tile reads them
+    // SAFETY: for both loads, the values of the lanes read lie in the row (the tile reads them
     // below the common length); the other lanes are masked off, and not touched even where
     // their addresses lie outside the row.
     let load = |row: &[f32], i: isize, mask: u32| unsafe {
@@ -246,7 +246,7 @@ mod tests {
     use crate::cpu::kernels::dot::test_support::values;
 
     fn bytes<T>(v: &[T]) -> &[u8] {
-        // SAFETY (test): the formats are plain data; the view covers the same memory.
+        // SAFETY: the formats are plain data; the view covers the same memory.
         unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
     }
 
@@ -342,15 +342,18 @@ mod tests {
         }
         for n in [5usize, 16, 31, 33, 100, 257] {
             let (xs, ys) = (rows(n, 2, 11), rows(n, 3, 300));
-            // SAFETY (all four): AVX-512 was checked; the rows have the same length.
+            // SAFETY: AVX-512 was checked; the rows have the same length.
             at_every_offset(&xs, &ys, |x, y| unsafe { f32_tile::<2, 3>(x, y) });
             let half = |v: &Vec<f32>| v.iter().map(|&a| fp32_to_fp16(a)).collect::<Vec<u16>>();
             let (hx, hy): (Vec<_>, Vec<_>) = (xs.iter().map(half).collect(), ys.iter().map(half).collect());
+            // SAFETY: as for the F32 tile.
             at_every_offset(&hx, &hy, |x, y| unsafe { f16_tile::<2, 3>(x, y) });
             let bf = |v: &Vec<f32>| v.iter().map(|&a| fp32_to_bf16(a)).collect::<Vec<Bf16>>();
             let (bx, by): (Vec<_>, Vec<_>) = (xs.iter().map(bf).collect(), ys.iter().map(bf).collect());
+            // SAFETY: as for the F32 tile.
             at_every_offset(&bx, &by, |x, y| unsafe { bf16_widened::<2, 3>(x, y) });
             if features().avx512bf16 {
+                // SAFETY: as for the F32 tile, and AVX512-BF16 was just checked.
                 at_every_offset(&bx, &by, |x, y| unsafe { bf16_dot_pairs::<2, 3>(x, y) });
             }
         }

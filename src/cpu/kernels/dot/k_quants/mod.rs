@@ -335,7 +335,7 @@ mod tests {
         // through the erased face: raw bytes of a Q4_K row and a Q8_K row
         let (x, _) = random_row::<BlockQ4K>(512, 7);
         let (y, _) = activations(512, 8, false);
-        // SAFETY (test): the blocks are plain bytes.
+        // SAFETY: the blocks are plain bytes.
         let (xb, yb) = unsafe {
             (
                 std::slice::from_raw_parts(x.as_ptr().cast::<u8>(), std::mem::size_of_val(x.as_slice())),

@@ -741,7 +741,7 @@ mod tests {
         use crate::quants::q8::{BlockQ8_0, BlockQ8_1};
         use crate::quants::{BlockFormat, quantize_row};
         fn plain_bytes<T>(v: &[T]) -> &[u8] {
-            // SAFETY (test): the block formats are plain bytes; the view covers the same memory.
+            // SAFETY: the block formats are plain bytes; the view covers the same memory.
             unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
         }
         fn check<F: blocks::Format + BlockFormat>(ty: Type) {

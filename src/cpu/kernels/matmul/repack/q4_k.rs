@@ -43,8 +43,8 @@ impl<const FIVE: bool> Scheme for NibbleK<FIVE> {
     const TILE_COLS: usize = 4;
 
     unsafe fn tile_scalar(group: *const u8, nb: usize, cols: &[Column]) {
-        // SAFETY: the caller's contract.
         let (parts, group_block) = (Self::PARTS, Self::GROUP_BLOCK);
+        // SAFETY: the caller's contract.
         let bytes = unsafe { std::slice::from_raw_parts(group, nb * group_block) };
         for &(act, out) in cols {
             let mut sums = [0f32; GROUP_ROWS];
