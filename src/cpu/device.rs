@@ -77,9 +77,9 @@ static DESCRIPTION: LazyLock<CString> = LazyLock::new(|| {
 });
 
 /// Whether the CPU device offers the CPU_REPACK buffer type: the processor runs the repacked
-/// product.
+/// product of some format.
 pub fn repack_offered() -> bool {
-    cfg!(target_arch = "x86_64") && kernels::features::features().has_avx512()
+    repack::layout::TYPES.iter().any(|&ty| repack::packs(ty))
 }
 
 /// The buffer types whose weights the CPU device computes on besides host memory

@@ -1,10 +1,12 @@
 //! The CPU backend's machinery: a pool of worker threads with a spinning-then-sleeping
 //! barrier, the planner that sizes a computation (`ggml_cplan`) and the driver that walks a
-//! graph's nodes on the pool. The kernels plug in through [`plan::OpTable`] and
+//! graph's nodes on the pool, and what the processor offers ([`features`]), which the kernels
+//! and the repacked layout both choose by. The kernels plug in through [`plan::OpTable`] and
 //! [`compute::Kernel`].
 
 pub mod barrier;
 pub mod compute;
+pub mod features;
 pub mod futex;
 pub mod plan;
 pub mod threadpool;

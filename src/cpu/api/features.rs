@@ -1,7 +1,7 @@
 //! What the processor offers: the `ggml_cpu_has_*` / `ggml_cpu_get_*` queries.
 
 use crate::backend::interface::BackendFeature;
-use crate::cpu::kernels::features;
+use crate::cpu::features;
 use std::ffi::c_int;
 use std::sync::OnceLock;
 

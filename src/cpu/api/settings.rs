@@ -1,6 +1,6 @@
 //! Start-up (`ggml_cpu_init`) and the settings read from the environment then.
 
-use crate::cpu::kernels::features;
+use crate::cpu::features;
 use std::sync::OnceLock;
 
 /// Settings read once at start-up.

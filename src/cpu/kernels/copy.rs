@@ -31,7 +31,7 @@ pub(crate) fn src(dst: TensorPtr, i: usize) -> TensorPtr {
 
 /// Whether the SIMD paths may run: not asked for the reference kernels, and the CPU has them.
 pub(crate) fn use_simd(params: &ComputeParams) -> bool {
-    !params.use_ref && crate::cpu::kernels::features::features().has_avx2_fma()
+    !params.use_ref && crate::cpu::features::features().has_avx2_fma()
 }
 
 /// Thread `ith`'s share of `n` items in `nth` contiguous ranges (`get_thread_range`).

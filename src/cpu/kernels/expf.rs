@@ -162,7 +162,7 @@ mod model {
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
-    use crate::cpu::kernels::features::features;
+    use crate::cpu::features::features;
     use crate::cpu::kernels::testing::Rng;
 
     /// Inputs over the whole range, the ends of the range and the special values.

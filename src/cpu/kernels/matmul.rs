@@ -59,7 +59,7 @@ fn dot_kernel(op: &str, ty: Type) -> DotKernel {
 
 /// Whether the op may take the SIMD paths.
 fn use_simd(params: &ComputeParams) -> bool {
-    !params.use_ref && super::features::features().has_avx2_fma()
+    !params.use_ref && crate::cpu::features::features().has_avx2_fma()
 }
 
 /// Whether `src1` must be converted (or gathered) into the scratch before the products.

@@ -12,7 +12,6 @@ pub mod deepseek;
 pub mod dot;
 pub mod elementwise;
 pub mod expf;
-pub mod features;
 pub mod ggml_repack;
 pub mod glu;
 pub mod hadamard;

@@ -12,7 +12,7 @@
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
-use crate::cpu::kernels::features::features;
+use crate::cpu::features::features;
 use crate::cpu::kernels::simd;
 
 /// Source `i` of `dst`, which the op requires.

@@ -662,7 +662,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn simd_rotation_rounds_as_ggml_builds_do() {
-        if !crate::cpu::kernels::features::features().has_avx2_fma() {
+        if !crate::cpu::features::features().has_avx2_fma() {
             return;
         }
         let mut rng = Rng::new(12);

@@ -51,7 +51,7 @@ impl Alibi {
 pub(crate) fn exp_row(y: &mut [f32], max: f32, avx2: bool) -> f64 {
     #[cfg(target_arch = "x86_64")]
     if avx2 {
-        if super::features::features().has_avx512() {
+        if crate::cpu::features::features().has_avx512() {
             // SAFETY: AVX-512 was detected just now.
             return unsafe { avx512::exp_row(y, max) };
         }

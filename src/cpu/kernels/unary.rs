@@ -352,8 +352,8 @@ mod avx2_rows {
     use std::arch::x86_64::*;
 
     use super::{Table, gelu_quick_table, gelu_table, gelu_tabled};
+    use crate::cpu::features::features;
     use crate::cpu::kernels::expf::{exp8, exp16};
-    use crate::cpu::kernels::features::features;
 
     /// `x / (1 + e^-x)` in each lane.
     #[inline]

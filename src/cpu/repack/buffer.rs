@@ -40,9 +40,9 @@ impl BufferType for RepackBufferType {
 struct RepackBuffer(HostBuffer);
 
 /// Whether `t`, allocated in a CPU_REPACK buffer, is stored packed: a tensor of its own (not a
-/// view) of a format and shape the layout takes, with packed rows.
+/// view) of a format this processor runs packed and a shape the layout takes, with packed rows.
 pub(super) fn stored_packed(t: &Tensor) -> bool {
-    t.view_src.is_null() && layout::takes(t.type_, t.ne) && t.is_contiguous()
+    t.view_src.is_null() && super::packs(t.type_) && layout::takes(t.type_, t.ne) && t.is_contiguous()
 }
 
 /// Runs `edit` on the plain bytes `offset..offset + size` of the packed tensor `t`: the groups

@@ -20,8 +20,8 @@ use std::ffi::{c_int, c_void};
 
 use super::params::{CComputeParams, with_team};
 use crate::core::types::Type;
+use crate::cpu::features::features;
 use crate::cpu::kernels::dot::{DotKernel, MAX_PANEL_ROWS};
-use crate::cpu::kernels::features::features;
 use crate::cpu::threadpool::Team;
 
 /// The values a float product's `k` must be a multiple of: the reference build's vector width

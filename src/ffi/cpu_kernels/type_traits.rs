@@ -4,8 +4,9 @@
 
 use crate::core::types::Type;
 use crate::cpu::api::{fp32_to_bf16, fp32_to_fp16, fp32_to_i32};
+use crate::cpu::features;
+use crate::cpu::kernels::dot;
 use crate::cpu::kernels::dot::{DotKernel, VecDot};
-use crate::cpu::kernels::{dot, features};
 use crate::quants::formats::with_weight_format;
 use crate::quants::half::Bf16;
 use crate::quants::iq_grids::Grid;

@@ -6,7 +6,7 @@
 
 use std::ffi::c_int;
 
-use crate::cpu::kernels::features::features;
+use crate::cpu::features::features;
 use crate::cpu::kernels::norm::RowMath;
 use crate::cpu::kernels::softmax::exp_row;
 use crate::cpu::kernels::unary::{fast, silu};

@@ -22,7 +22,7 @@
 //! version is taken when asked for and the processor has it.
 
 #[cfg(target_arch = "x86_64")]
-use crate::cpu::kernels::features::features;
+use crate::cpu::features::features;
 use crate::quants::half::{fp16_to_fp32, fp32_to_fp16};
 
 /// Values per block computed in binary16 arithmetic under AVX512-FP16 (`GGML_F16_STEP`).
@@ -92,7 +92,7 @@ pub(super) struct Half {
 impl Half {
     /// `math` on the SIMD version when `simd` asks for it and the processor has it.
     pub(super) fn new(math: HalfMath, simd: bool) -> Half {
-        let here = crate::cpu::kernels::features::features().has_avx2_fma()
+        let here = crate::cpu::features::features().has_avx2_fma()
             && match math {
                 HalfMath::Fp16 => fp16_hardware(),
                 HalfMath::Wide => wide_hardware(),
@@ -608,7 +608,7 @@ mod wide {
     /// [`super::model::dot_blocks_wide`].
     ///
     /// # Safety
-    /// AVX-512F (with the subsets of [`has_avx512`](crate::cpu::kernels::features::Features::has_avx512));
+    /// AVX-512F (with the subsets of [`has_avx512`](crate::cpu::features::Features::has_avx512));
     /// the rows are whole blocks of the same length.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
     pub(super) unsafe fn dot_blocks(x: &[u16], y: &[u16]) -> f64 {

@@ -40,7 +40,7 @@ use crate::core::ops::matmul::Prec;
 use crate::core::tensor::{Tensor, TensorPtr};
 use crate::core::types::Type;
 use crate::cpu::compute::ComputeParams;
-use crate::cpu::kernels::features::features;
+use crate::cpu::features::features;
 use crate::cpu::plan::CACHE_LINE_SIZE;
 use crate::quants::traits::{ToFloatFn, type_traits};
 use half::{Half, HalfMath};

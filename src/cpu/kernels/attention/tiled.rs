@@ -14,7 +14,7 @@ use std::ops::Range;
 
 use super::{Attention, TILE_KV, TILE_Q, scale_f32, view};
 use crate::core::types::Type;
-use crate::cpu::kernels::features::features;
+use crate::cpu::features::features;
 use crate::cpu::kernels::simd;
 use crate::cpu::kernels::softmax::{exp_row, max_of};
 
@@ -171,7 +171,7 @@ impl Attention<'_> {
         // keys 0..blocked_keys, values 0..blocked_dims are done in blocks
         let (mut blocked_keys, mut blocked_dims) = (0, 0);
         #[cfg(target_arch = "x86_64")]
-        if self.simd && crate::cpu::kernels::features::features().has_avx2_fma() {
+        if self.simd && crate::cpu::features::features().has_avx2_fma() {
             (blocked_keys, blocked_dims) = (nk - nk % KEYS, dk - dk % KEYS);
             let f16 = self.k.type_ == Type::F16;
             for j0 in (0..blocked_keys).step_by(KEYS) {
@@ -220,7 +220,7 @@ fn scores(q: &[f32], keys_t: &[f32], dk: usize, rows: usize, keys: usize, out: &
         return unsafe { avx512::scores(q, keys_t, dk, rows, keys, out) };
     }
     #[cfg(target_arch = "x86_64")]
-    if simd && crate::cpu::kernels::features::features().has_avx2_fma() {
+    if simd && crate::cpu::features::features().has_avx2_fma() {
         // SAFETY: AVX2, FMA and F16C are present; the bounds are asserted above.
         return unsafe { avx2::scores(q, keys_t, dk, rows, keys, out) };
     }
@@ -246,7 +246,7 @@ fn accumulate(p: &[f32], values: &[f32], dv: usize, rows: usize, keys: usize, ac
         return unsafe { avx512::accumulate(p, values, dv, rows, keys, acc) };
     }
     #[cfg(target_arch = "x86_64")]
-    if simd && crate::cpu::kernels::features::features().has_avx2_fma() && dv.is_multiple_of(KEYS) {
+    if simd && crate::cpu::features::features().has_avx2_fma() && dv.is_multiple_of(KEYS) {
         // SAFETY: AVX2, FMA and F16C are present; the bounds are asserted above.
         return unsafe { avx2::accumulate(p, values, dv, rows, keys, acc) };
     }
@@ -539,7 +539,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn key_blocks_land_transposed() {
-        if !crate::cpu::kernels::features::features().has_avx2_fma() {
+        if !crate::cpu::features::features().has_avx2_fma() {
             return;
         }
         let mut rng = Rng::new(4);
@@ -587,7 +587,7 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         let ways: Vec<(&str, Tile, Tile)> = [
             (features().has_avx512(), "AVX-512", avx512::scores as Tile, avx512::accumulate as Tile),
-            (crate::cpu::kernels::features::features().has_avx2_fma(), "AVX2", avx2::scores, avx2::accumulate),
+            (crate::cpu::features::features().has_avx2_fma(), "AVX2", avx2::scores, avx2::accumulate),
         ]
         .into_iter()
         .filter_map(|(has, name, scores, accumulate)| has.then_some((name, scores, accumulate)))

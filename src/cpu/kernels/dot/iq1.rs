@@ -9,9 +9,9 @@
 use super::grids::grids;
 use super::whole::{Whole, whole_dot};
 use crate::core::types::Type;
-use crate::cpu::kernels::dot::VecDot;
 #[cfg(target_arch = "x86_64")]
-use crate::cpu::kernels::features::features;
+use crate::cpu::features::features;
+use crate::cpu::kernels::dot::VecDot;
 use crate::quants::half::Half;
 use crate::quants::iq1::{BlockIq1M, BlockIq1S};
 use crate::quants::k_quants::{BlockQ8K, QK_K};
@@ -526,7 +526,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn bit_deposits_and_plain_indices_agree() {
-        if !crate::cpu::kernels::features::features().has_avx2_fma() || !features().bmi2 {
+        if !crate::cpu::features::features().has_avx2_fma() || !features().bmi2 {
             return;
         }
         let n = 1024;

@@ -254,7 +254,7 @@ mod tests {
             let y = BlockQ8K { d: 1.0f32.to_le_bytes(), qs: [q as u8; QK_K], bsums: [bsum; QK_K / 16] };
             let (xb, yb) = (three(x), three(y));
             let k = DotKernel::for_type(Type::IQ4_XS).expect("a kernel");
-            let f = crate::cpu::kernels::features::features();
+            let f = crate::cpu::features::features();
             let sign_tile = f.has_avx2_fma() && !(f.has_avx512() && f.avx512vbmi);
             let want = if sign_tile && q == -128 { -want } else { want };
             let xs = [xb.as_slice(); MAX_ROWS];

@@ -105,11 +105,11 @@ impl Path {
     pub fn of<T: VecDot>(simd: bool) -> Path {
         #[cfg(target_arch = "x86_64")]
         {
-            let vbmi = !T::AVX512_VBMI || crate::cpu::kernels::features::features().avx512vbmi;
-            if simd && T::AVX512_COLS > 0 && crate::cpu::kernels::features::features().has_avx512() && vbmi {
+            let vbmi = !T::AVX512_VBMI || crate::cpu::features::features().avx512vbmi;
+            if simd && T::AVX512_COLS > 0 && crate::cpu::features::features().has_avx512() && vbmi {
                 return Path(Kind::Avx512);
             }
-            if simd && crate::cpu::kernels::features::features().has_avx2_fma() {
+            if simd && crate::cpu::features::features().has_avx2_fma() {
                 return Path(Kind::Avx2);
             }
         }
@@ -163,7 +163,7 @@ pub unsafe trait VecDot: Copy + 'static {
     ///
     /// # Safety
     /// The processor supports AVX2, FMA, F16C and the AVX-512 subsets of
-    /// [`Features::has_avx512`](crate::cpu::kernels::features::Features::has_avx512), and VBMI where
+    /// [`Features::has_avx512`](crate::cpu::features::Features::has_avx512), and VBMI where
     /// `AVX512_VBMI` says so.
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512<const R: usize, const C: usize>(x: &[&[Self]; R], y: &[&[Self::Rhs]; C]) -> [[f32; C]; R] {
@@ -681,7 +681,7 @@ mod tests {
 
     #[test]
     fn simd_tiles_sum_as_ggml_does() {
-        if !crate::cpu::kernels::features::features().has_avx2_fma() {
+        if !crate::cpu::features::features().has_avx2_fma() {
             return;
         }
         check_lane_chains::<BlockQ4_0>(q8_0);
@@ -721,7 +721,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn vnni_and_avx2_tiles_agree_exactly() {
-        use crate::cpu::kernels::features::{Vnni, features};
+        use crate::cpu::features::{Vnni, features};
         use crate::cpu::kernels::x86;
         if features().vnni() == Vnni::None {
             return;

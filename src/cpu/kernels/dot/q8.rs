@@ -122,7 +122,7 @@ pub fn quantize_row_q8_0(x: &[f32], y: &mut [BlockQ8_0]) {
     check_blocks(x.len(), y.len());
     #[cfg(target_arch = "x86_64")]
     {
-        if crate::cpu::kernels::features::features().has_avx2_fma() {
+        if crate::cpu::features::features().has_avx2_fma() {
             for (blk, v) in y.iter_mut().zip(x.chunks_exact(32)) {
                 // SAFETY: AVX2 was checked; `v` holds 32 values.
                 let (d, qs, _) = unsafe { avx2::quantize_block_q8(v) };
@@ -140,7 +140,7 @@ pub fn quantize_row_q8_1(x: &[f32], y: &mut [BlockQ8_1]) {
     check_blocks(x.len(), y.len());
     #[cfg(target_arch = "x86_64")]
     {
-        if crate::cpu::kernels::features::features().has_avx2_fma() {
+        if crate::cpu::features::features().has_avx2_fma() {
             for (blk, v) in y.iter_mut().zip(x.chunks_exact(32)) {
                 // SAFETY: AVX2 was checked; `v` holds 32 values.
                 let (d, qs, s) = unsafe { avx2::quantize_block_q8(v) };

@@ -97,7 +97,7 @@ pub fn check<T: VecDot>(xs: &[(Vec<T>, Vec<f32>)], ys: &[(Vec<T::Rhs>, Vec<f32>)
     // The AVX2 tile on its own, which the line above does not reach on AVX-512 machines
     // for formats with tiles of both.
     #[cfg(target_arch = "x86_64")]
-    if crate::cpu::kernels::features::features().has_avx2_fma() {
+    if crate::cpu::features::features().has_avx2_fma() {
         let x: [&[T]; 4] = std::array::from_fn(|r| xs[r].0.as_slice());
         let y: [&[T::Rhs]; 2] = std::array::from_fn(|c| ys[c].0.as_slice());
         // SAFETY: the processor supports AVX2, FMA and F16C (checked just above).

@@ -3,7 +3,7 @@
 //! horizontal sums).
 //!
 //! Every function here requires AVX2, FMA and F16C: call them only after
-//! [`Features::has_avx2_fma`](crate::cpu::kernels::features::Features::has_avx2_fma) said
+//! [`Features::has_avx2_fma`](crate::cpu::features::Features::has_avx2_fma) said
 //! yes (calling them is `unsafe` outside functions with the same target features).
 
 use std::arch::x86_64::*;

@@ -26,7 +26,7 @@ macro_rules! dispatch {
     ($name:ident($($arg:expr),*)) => {{
         #[cfg(target_arch = "x86_64")]
         {
-            if super::features::features().has_avx2_fma() {
+            if crate::cpu::features::features().has_avx2_fma() {
                 // SAFETY: the processor supports AVX2, FMA and F16C (checked just above).
                 return unsafe { avx2::$name($($arg),*) };
             }

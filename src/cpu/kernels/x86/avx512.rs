@@ -14,7 +14,7 @@
 //! 6295, Q4_1 11581 → 7678, Q5_0 13208 → 7748, Q8_0 10643 → 9469; ggml 13104–19816).
 //!
 //! Every function here needs
-//! [`has_avx512`](crate::cpu::kernels::features::Features::has_avx512) (and AVX2, FMA, F16C,
+//! [`has_avx512`](crate::cpu::features::Features::has_avx512) (and AVX2, FMA, F16C,
 //! which such processors have); the callers check it.
 
 use std::arch::x86_64::*;
@@ -412,9 +412,9 @@ pub unsafe fn q5_1_lanes<const R: usize, const C: usize>(
 mod tests {
     use super::*;
     use crate::core::types::Type;
+    use crate::cpu::features::features;
     use crate::cpu::kernels::dot::test_support::values;
     use crate::cpu::kernels::dot::{self, DotKernel};
-    use crate::cpu::kernels::features::features;
 
     #[test]
     fn sums_of_four_are_the_lane_sums() {

@@ -397,7 +397,7 @@ impl<const N: usize> Q8_0Group for [BlockQ8_0; N] {
 /// activations for `maddubs` (whose 16-bit pair sums raised bytes could overflow). All give
 /// the same integer sums.
 ///
-/// [`Vnni`]: crate::cpu::kernels::features::Vnni
+/// [`Vnni`]: crate::cpu::features::Vnni
 macro_rules! q8_0_tiles {
     (
         $module:ident, $features:literal, $prepared:ty,
@@ -511,7 +511,7 @@ pub fn q8_0_tile<X, Y: Q8_0Group, const R: usize, const C: usize>(
     scale: impl Fn(&X) -> __m256,
     chunk: impl Fn(&X, usize) -> (__m256i, __m256),
 ) -> [[f32; C]; R] {
-    use crate::cpu::kernels::features::{Vnni, features};
+    use crate::cpu::features::{Vnni, features};
     match features().vnni() {
         // SAFETY: AVX2, FMA and F16C are enabled here; the encoding was just checked.
         Vnni::Vex => unsafe { q8_0_vnni::q8_0_tile(x, y, raise, scale, chunk) },
@@ -542,7 +542,7 @@ mod tests {
     /// sums, taken back from the raised products, for the largest raise too.
     #[test]
     fn vnni_and_avx2_q8_0_tiles_agree_exactly() {
-        use crate::cpu::kernels::features::{Vnni, features};
+        use crate::cpu::features::{Vnni, features};
         if features().vnni() == Vnni::None {
             return;
         }

@@ -178,10 +178,10 @@ use crate::quants::half::Half;
 /// ones where it has none.
 macro_rules! by_vnni {
     ($tile:ident($($args:expr),*)) => {
-        match crate::cpu::kernels::features::features().vnni() {
-            crate::cpu::kernels::features::Vnni::Vex => tiles_vnni::$tile($($args),*),
-            crate::cpu::kernels::features::Vnni::Evex => tiles_vnni512::$tile($($args),*),
-            crate::cpu::kernels::features::Vnni::None => tiles_avx2::$tile($($args),*),
+        match crate::cpu::features::features().vnni() {
+            crate::cpu::features::Vnni::Vex => tiles_vnni::$tile($($args),*),
+            crate::cpu::features::Vnni::Evex => tiles_vnni512::$tile($($args),*),
+            crate::cpu::features::Vnni::None => tiles_avx2::$tile($($args),*),
         }
     };
 }

@@ -17,7 +17,7 @@
 //! order of the `f32` sums differs.
 //!
 //! Every function here needs AVX2, FMA, F16C, the AVX-512 subsets of
-//! [`has_avx512`](crate::cpu::kernels::features::Features::has_avx512) and VBMI: the formats say so with
+//! [`has_avx512`](crate::cpu::features::Features::has_avx512) and VBMI: the formats say so with
 //! [`VecDot::AVX512_VBMI`](crate::cpu::kernels::dot::VecDot::AVX512_VBMI), and `dot::Path` checks it.
 
 use std::arch::x86_64::*;
@@ -339,7 +339,7 @@ mod tests {
 
     /// Whether this processor runs the functions here (and AVX-512 is not turned off).
     fn available() -> bool {
-        crate::cpu::kernels::features::features().has_avx512() && crate::cpu::kernels::features::features().avx512vbmi
+        crate::cpu::features::features().has_avx512() && crate::cpu::features::features().avx512vbmi
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! widened and FMA'd otherwise. Row tails shorter than a vector are read with masked loads.
 //!
 //! Every function here needs
-//! [`has_avx512`](crate::cpu::kernels::features::Features::has_avx512) (and AVX2, FMA, F16C,
+//! [`has_avx512`](crate::cpu::features::Features::has_avx512) (and AVX2, FMA, F16C,
 //! which such processors have); the callers check it.
 
 use std::arch::x86_64::*;
@@ -158,7 +158,7 @@ pub unsafe fn f16_tile<const R: usize, const C: usize>(x: &[&[u16]; R], y: &[&[u
 /// As for [`f32_tile`].
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub unsafe fn bf16_tile<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[Bf16]; C]) -> [[f32; C]; R] {
-    if crate::cpu::kernels::features::features().avx512bf16 {
+    if crate::cpu::features::features().avx512bf16 {
         // SAFETY: the base features are the caller's word, AVX512-BF16 was checked.
         unsafe { bf16_dot_pairs(x, y) }
     } else {
@@ -239,8 +239,8 @@ unsafe fn bf16_widened<const R: usize, const C: usize>(x: &[&[Bf16]; R], y: &[&[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::features::features;
     use crate::cpu::kernels::dot::{DotKernel, MAX_ROWS, MAX_WIDE_COLS, VecDot};
-    use crate::cpu::kernels::features::features;
     use crate::quants::half::{bf16_to_fp32, fp32_to_bf16, fp32_to_fp16};
 
     use crate::cpu::kernels::dot::test_support::values;
@@ -296,7 +296,7 @@ mod tests {
 
     #[test]
     fn float_tiles_match_scalar_and_avx2() {
-        if !crate::cpu::kernels::features::features().has_avx512() {
+        if !crate::cpu::features::features().has_avx512() {
             return;
         }
         for n in [1usize, 7, 16, 17, 31, 32, 33, 64, 100, 257] {
@@ -313,7 +313,7 @@ mod tests {
     /// head), the products must not, to the bit.
     #[test]
     fn float_products_do_not_depend_on_where_the_rows_lie() {
-        if !crate::cpu::kernels::features::features().has_avx512() {
+        if !crate::cpu::features::features().has_avx512() {
             return;
         }
         fn at_every_offset<T: Copy>(
@@ -366,7 +366,7 @@ mod tests {
     /// another order shows in the result.
     #[test]
     fn bf16_vec_dot_sums_as_ggml_does() {
-        if !(crate::cpu::kernels::features::features().has_avx512() && features().avx512bf16) {
+        if !(crate::cpu::features::features().has_avx512() && features().avx512bf16) {
             return;
         }
         let n = 64 * 50 + 37;
@@ -401,7 +401,7 @@ mod tests {
     #[test]
     fn bf16_dot_pairs_and_widening_agree() {
         let f = features();
-        if !(crate::cpu::kernels::features::features().has_avx512() && f.avx512bf16) {
+        if !(crate::cpu::features::features().has_avx512() && f.avx512bf16) {
             return;
         }
         let to_bf = |v: Vec<f32>| v.into_iter().map(fp32_to_bf16).collect::<Vec<_>>();

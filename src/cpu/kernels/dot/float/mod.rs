@@ -118,7 +118,7 @@ unsafe impl VecDot for Bf16 {
     /// AVX512-BF16; the tiles otherwise.
     #[cfg(target_arch = "x86_64")]
     unsafe fn column_avx512(x: &[&[Bf16]], y: &[Bf16], out: &mut [f32]) {
-        let pairs = crate::cpu::kernels::features::features().avx512bf16;
+        let pairs = crate::cpu::features::features().avx512bf16;
         for (row, out) in x.iter().zip(out) {
             // SAFETY: the caller vouches for AVX-512, AVX512-BF16 was checked; rows and
             // column have the same length (`column_on` checked).

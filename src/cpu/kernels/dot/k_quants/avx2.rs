@@ -295,7 +295,7 @@ vnni_tiles!(tiles_vnni512, "avx2,fma,f16c,avx512vnni,avx512vl", _mm256_dpbusd_ep
 /// # Safety
 /// The processor supports AVX2, FMA and F16C.
 pub(super) unsafe fn column<B: KBlock>(x: &[&[B]], y: &[BlockQ8K], out: &mut [f32]) {
-    use crate::cpu::kernels::features::{Vnni, features};
+    use crate::cpu::features::{Vnni, features};
     // SAFETY: the caller vouches for AVX2, FMA and F16C; VNNI is checked.
     unsafe {
         match features().vnni() {
@@ -314,7 +314,7 @@ pub(super) unsafe fn tile<B: KBlock, const R: usize, const C: usize>(
     x: &[&[B]; R],
     y: &[&[BlockQ8K]; C],
 ) -> [[f32; C]; R] {
-    use crate::cpu::kernels::features::{Vnni, features};
+    use crate::cpu::features::{Vnni, features};
     // SAFETY: the caller vouches for AVX2, FMA and F16C; VNNI is checked.
     unsafe {
         match features().vnni() {

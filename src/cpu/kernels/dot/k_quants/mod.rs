@@ -291,7 +291,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn avx2_and_vnni_tiles_agree() {
-        use crate::cpu::kernels::features::{Vnni, features};
+        use crate::cpu::features::{Vnni, features};
         if features().vnni() == Vnni::None {
             return;
         }

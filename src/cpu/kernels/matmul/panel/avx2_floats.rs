@@ -218,7 +218,7 @@ unsafe fn float_tile<const C: usize>(panel: *const f32, n: usize, acts: *const f
 mod tests {
     use super::super::tests::Line;
     use super::*;
-    use crate::cpu::kernels::features::features;
+    use crate::cpu::features::features;
 
     #[test]
     fn transpose8_moves_value_j_of_row_r_to_value_r_of_row_j() {

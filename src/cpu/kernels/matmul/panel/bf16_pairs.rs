@@ -15,7 +15,7 @@
 use std::arch::x86_64::*;
 
 use super::{Avx512, FromGroups, Kind, PANEL_ROWS, transpose};
-use crate::cpu::kernels::features::features;
+use crate::cpu::features::features;
 use crate::cpu::kernels::simd;
 use crate::quants::half::Bf16;
 

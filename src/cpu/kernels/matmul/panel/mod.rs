@@ -30,7 +30,7 @@ use std::arch::x86_64::*;
 
 use super::{ColumnIndex, ComputeParams, Tensor, ceil_div, share_rows, span};
 use crate::core::types::Type;
-use crate::cpu::kernels::features::features;
+use crate::cpu::features::features;
 use crate::cpu::plan::CACHE_LINE_SIZE;
 use crate::cpu::repack::is_repacked;
 use crate::cpu::repack::layout::GROUP_ROWS;
@@ -49,7 +49,7 @@ const MIN_COLS: i64 = 8;
 /// F32 3.8/3.2 at one thread, 2.8/2.0 at two; F16 3.3/3.0, 2.5/1.8; BF16 4.6/2.9, 2.7/1.7;
 /// by 32 they were even).
 fn min_group_cols() -> i64 {
-    if crate::cpu::kernels::features::features().intel { 64 } else { 128 }
+    if crate::cpu::features::features().intel { 64 } else { 128 }
 }
 /// A chunk of a panel's columns, when panels alone are too few to share out, has at least
 /// this many columns, to keep the decoding paid back. (At 32, an F32 product of 256 rows of
@@ -714,7 +714,7 @@ mod tests {
     #[test]
     fn bf16_pairs_sum_as_the_widened_values() {
         use crate::quants::half::{Bf16, fp32_to_bf16};
-        if !features().has_avx512() || !crate::cpu::kernels::features::features().avx512bf16 {
+        if !features().has_avx512() || !crate::cpu::features::features().avx512bf16 {
             return;
         }
         let n = 96;

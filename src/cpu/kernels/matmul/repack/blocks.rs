@@ -37,6 +37,9 @@ pub(super) trait Format {
     const MIN: bool = false;
     /// Whether the quants are preceded by the levels' fifth bits (Q5_0, Q5_1).
     const FIFTH: bool = false;
+    /// Whether [`tile_avx2`] computes the format: the nibbles of Q4_0 and Q4_1, whose byte
+    /// products `maddubs` sums without saturating, and Q8_0's signed bytes.
+    const AVX2: bool = false;
 
     /// The scale of a block from its stored bytes (for the levels as [`level`] gives them).
     fn scale(bytes: &[u8]) -> f32 {
@@ -166,12 +169,14 @@ pub(super) struct Q8_0;
 impl Format for Q4_0 {
     const PARTS: Parts = parts_of(Type::Q4_0);
     const BIAS: i32 = 8;
+    const AVX2: bool = true;
 }
 
 impl Format for Q4_1 {
     const PARTS: Parts = parts_of(Type::Q4_1);
     const BIAS: i32 = 0;
     const MIN: bool = true;
+    const AVX2: bool = true;
 }
 
 impl Format for Q5_0 {
@@ -196,6 +201,7 @@ impl Format for Iq4Nl {
 impl Format for Q8_0 {
     const PARTS: Parts = parts_of(Type::Q8_0);
     const BIAS: i32 = 128;
+    const AVX2: bool = true;
 }
 
 impl Format for Mxfp4 {
@@ -239,6 +245,18 @@ impl<F: Format> Scheme for Blocks<F> {
     unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]) {
         // SAFETY: the caller's contract.
         unsafe { tile_avx512::<F>(group, nb, cols) }
+    }
+
+    const AVX2: bool = F::AVX2;
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2(group: *const u8, nb: usize, cols: &[Column]) {
+        if !F::AVX2 {
+            // SAFETY: the caller's contract.
+            return unsafe { tile_scalar::<F>(group, nb, cols) };
+        }
+        // SAFETY: the caller's contract.
+        unsafe { tile_avx2::<F>(group, nb, cols) }
     }
 }
 
@@ -350,6 +368,101 @@ unsafe fn group_sums<F: Format, const C: usize>(group: *const u8, nb: usize, act
     acc
 }
 
+/// The group at `group` (of `nb` blocks) against each column with AVX2, for the formats of
+/// [`Format::AVX2`]: each 64-byte chunk of a group block is two registers, rows 0..8 and
+/// 8..16, one row per 32-bit lane, multiplied with four activation bytes broadcast.
+///
+/// # Safety
+/// AVX2, FMA and F16C; `F::AVX2`; as for [`tile_scalar`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn tile_avx2<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
+    // SAFETY: the caller's contract.
+    run_tile_avx2!(cols, |acts| unsafe { group_sums_avx2::<F, _>(group, nb, acts) }, 1 2 3 4 5 6 7 8);
+}
+
+/// The sixteen rows' products with `C` columns, as two halves of eight rows.
+///
+/// Nibble weights (Q4_0, Q4_1) go into `maddubs` as they are, unsigned: a lane's pair sum is
+/// at most 2·15·127 = 3810 in magnitude (the activations are levels of ±127), so the eight
+/// products of a block add up in 16 bits (30480) before one `madd` widens them, and `−BIAS·Σa`
+/// is added once. Byte weights (Q8_0) are signed: their magnitudes go in (up to 128), their
+/// signs move onto the activations, and each product is widened at once (2·128·127 = 32512
+/// leaves no room to add two). Either way the integer sums are exact, as in [`tile_scalar`].
+///
+/// # Safety
+/// As for [`tile_avx2`].
+// Columns and halves index the sums and activation rows together.
+#[allow(clippy::needless_range_loop)]
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn group_sums_avx2<F: Format, const C: usize>(
+    group: *const u8,
+    nb: usize,
+    acts: [ActRow; C],
+) -> [[__m256; 2]; C] {
+    let (head, block) = (const { F::PARTS.packed(quants::<F>()) }, const { GROUP_ROWS * F::PARTS.block() });
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_ps(); 2]; C];
+    for b in 0..nb {
+        // SAFETY: block b < nb of the group and of each column (the caller's contract): the
+        // group block's 16 scales (and minimums) and its quants, each column's 32 levels.
+        unsafe {
+            let base = group.add(b * block);
+            let qs = base.add(head);
+            let levels: [*const i8; C] = std::array::from_fn(|c| acts[c].levels.add(b * QK));
+            // four activation bytes, broadcast: one per weight lane
+            let four = |c: usize, at: usize| _mm256_set1_epi32(levels[c].add(at).cast::<i32>().read_unaligned());
+            for h in 0..2 {
+                let d = _mm256_cvtph_ps(_mm_loadu_si128(base.add(16 * h).cast()));
+                let m = if F::MIN {
+                    _mm256_cvtph_ps(_mm_loadu_si128(base.add(const { F::PARTS.packed(1) } + 16 * h).cast()))
+                } else {
+                    _mm256_setzero_ps()
+                };
+                let mut sums = [_mm256_setzero_si256(); C];
+                if nibbles::<F>() {
+                    let low = _mm256_set1_epi8(0x0f);
+                    let chunks: [(__m256i, __m256i); 4] = std::array::from_fn(|j| {
+                        let w = _mm256_loadu_si256(qs.add(64 * j + 32 * h).cast());
+                        (_mm256_and_si256(w, low), _mm256_and_si256(_mm256_srli_epi16::<4>(w), low))
+                    });
+                    for c in 0..C {
+                        let mut pairs = _mm256_setzero_si256();
+                        for (j, &(lo, hi)) in chunks.iter().enumerate() {
+                            let (lo_at, hi_at) = offsets::<F>(j);
+                            pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(lo, four(c, lo_at)));
+                            pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(hi, four(c, hi_at)));
+                        }
+                        let bias = _mm256_set1_epi32(-F::BIAS * *acts[c].sums.add(b));
+                        sums[c] = _mm256_add_epi32(_mm256_madd_epi16(pairs, ones), bias);
+                    }
+                } else {
+                    let chunks: [__m256i; 8] =
+                        std::array::from_fn(|k| _mm256_loadu_si256(qs.add(64 * k + 32 * h).cast()));
+                    let magnitudes: [__m256i; 8] = std::array::from_fn(|k| _mm256_abs_epi8(chunks[k]));
+                    for c in 0..C {
+                        for (k, (&w, &mag)) in chunks.iter().zip(&magnitudes).enumerate() {
+                            let a = _mm256_sign_epi8(four(c, 4 * k), w);
+                            sums[c] = _mm256_add_epi32(sums[c], _mm256_madd_epi16(_mm256_maddubs_epi16(mag, a), ones));
+                        }
+                    }
+                }
+                for c in 0..C {
+                    let da = *acts[c].scales.add(b);
+                    acc[c][h] =
+                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums[c]), _mm256_mul_ps(d, _mm256_set1_ps(da)), acc[c][h]);
+                    if F::MIN {
+                        acc[c][h] = _mm256_fmadd_ps(m, _mm256_set1_ps(da * *acts[c].sums.add(b) as f32), acc[c][h]);
+                    }
+                }
+            }
+        }
+    }
+    acc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,7 +485,7 @@ mod tests {
 
     #[test]
     fn e8m0_scales_convert_as_the_scalar_path() {
-        if !crate::cpu::kernels::features::features().has_avx512() {
+        if !crate::cpu::features::features().has_avx512() {
             return;
         }
         for first in (0..=255u8).step_by(16) {

@@ -91,7 +91,7 @@ pub(super) trait Float {
 /// cache), whose widening keeps the core too busy to reach the next lines by itself; F32 and
 /// BF16 lost 7% there and one column 2% at two threads.
 fn stream_ahead<T: Float>(cols: usize) -> Option<Cache> {
-    if crate::cpu::kernels::features::features().intel {
+    if crate::cpu::features::features().intel {
         Some(Cache::L2)
     } else {
         (T::STREAM_AHEAD && cols > 1).then_some(Cache::L1)
@@ -269,7 +269,7 @@ impl<T: Float> Scheme for Floats<T> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
     unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]) {
-        let bf16 = crate::cpu::kernels::features::features().avx512bf16;
+        let bf16 = crate::cpu::features::features().avx512bf16;
         let ahead = stream_ahead::<T>(cols.len());
         // One or two columns keep four chains each, more one each: a multiply-add waits four
         // cycles for the one before.
@@ -371,7 +371,7 @@ mod tests {
     /// on one group of two blocks.
     #[test]
     fn widened_bf16_pairs_sum_as_the_scalar_path() {
-        if !crate::cpu::kernels::features::features().has_avx512() {
+        if !crate::cpu::features::features().has_avx512() {
             return;
         }
         let nb = 2;

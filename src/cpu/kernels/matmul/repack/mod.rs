@@ -32,6 +32,28 @@ macro_rules! run_tile {
     };
 }
 
+/// As `run_tile!` for the AVX2 tiles, whose sixteen rows' results per column are two halves
+/// of eight.
+#[cfg(target_arch = "x86_64")]
+macro_rules! run_tile_avx2 {
+    ($cols:expr, |$acts:ident| $sums:expr, $($c:literal)*) => {
+        match $cols.len() {
+            $($c => {
+                let $acts: [super::ActRow; $c] = std::array::from_fn(|k| $cols[k].0);
+                let sums: [[std::arch::x86_64::__m256; 2]; $c] = $sums;
+                for (s, &(_, out)) in sums.iter().zip($cols) {
+                    // SAFETY: a tile's destinations hold 16 floats (`Scheme::tile_avx2`).
+                    unsafe {
+                        std::arch::x86_64::_mm256_storeu_ps(out, s[0]);
+                        std::arch::x86_64::_mm256_storeu_ps(out.add(8), s[1]);
+                    }
+                }
+            })*
+            other => crate::ggml_abort!("mul_mat: {} columns in a repacked tile", other),
+        }
+    };
+}
+
 mod blocks;
 mod floats;
 mod iq4_xs;
@@ -97,6 +119,49 @@ trait Scheme {
     /// AVX-512 (F, BW, VL, DQ, VNNI); as for [`Scheme::tile_scalar`].
     #[cfg(target_arch = "x86_64")]
     unsafe fn tile_avx512(group: *const u8, nb: usize, cols: &[Column]);
+
+    /// Whether the scheme has an AVX2 tile ([`Scheme::tile_avx2`]): the formats of
+    /// `repack::AVX2_TYPES`, which AVX2 processors store packed.
+    const AVX2: bool = false;
+
+    /// As [`Scheme::tile_scalar`], with AVX2, FMA and F16C; the scalar tile itself for the
+    /// schemes without one ([`Scheme::AVX2`] false).
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C; as for [`Scheme::tile_scalar`].
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn tile_avx2(group: *const u8, nb: usize, cols: &[Column]) {
+        // SAFETY: the caller's contract.
+        unsafe { Self::tile_scalar(group, nb, cols) }
+    }
+}
+
+/// Which of a scheme's tiles a product runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+impl Path {
+    /// The fastest tile of `S` this processor runs; the scalar one where `simd` is off.
+    fn of<S: Scheme>(simd: bool) -> Path {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let f = crate::cpu::features::features();
+            if simd && f.has_avx512() {
+                return Path::Avx512;
+            }
+            if simd && S::AVX2 && f.has_avx2_fma() {
+                return Path::Avx2;
+            }
+        }
+        let _ = simd;
+        Path::Scalar
+    }
 }
 
 /// The layout's parts of `ty`, at compile time.
@@ -289,7 +354,7 @@ fn run<S: Scheme>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Te
     let task_groups = task_groups(groups, (GROUP_ROWS * src0.nb[1]) as i64, task_cols, col_tasks, params.nth as i64);
     let group_tasks = ceil_div(groups, task_groups);
     let tasks = (group_tasks * col_tasks) as usize;
-    let avx512 = cfg!(target_arch = "x86_64") && simd && crate::cpu::kernels::features::features().has_avx512();
+    let path = Path::of::<S>(simd);
 
     // a task runs its groups a span of blocks at a time: the span's activations of the task's
     // columns stay in the core's cache while the groups pass. Where the whole rows fit, one
@@ -330,7 +395,7 @@ fn run<S: Scheme>(params: &ComputeParams, dst: &Tensor, src0: &Tensor, src1: &Te
                     // SAFETY: the group's span holds `blocks` blocks of 16 rows of the format's
                     // layout; the activations were converted before the barrier; each
                     // destination holds 16 results, written by this task alone.
-                    unsafe { tile_of::<S>(avx512, weights, blocks, &columns[..width]) };
+                    unsafe { tile_of::<S>(path, weights, blocks, &columns[..width]) };
                     if first > 0 {
                         for (out, sums) in outs.iter().zip(&partial).take(width) {
                             for (r, s) in sums.iter().enumerate() {
@@ -373,20 +438,21 @@ fn task_groups(groups: i64, group_bytes: i64, task_cols: i64, col_tasks: i64, nt
     if per_thread == 8 { task_groups.min(16.max(min_groups)) } else { task_groups }
 }
 
-/// The tile of `S` on the AVX-512 path where `avx512`, else on the scalar one.
+/// The tile of `S` on `path`.
 ///
 /// # Safety
-/// As for [`Scheme::tile_scalar`]; `avx512` only where the processor has AVX-512 (F, BW, VL,
-/// DQ, VNNI).
-unsafe fn tile_of<S: Scheme>(avx512: bool, group: *const u8, nb: usize, cols: &[Column]) {
-    #[cfg(target_arch = "x86_64")]
-    if avx512 {
-        // SAFETY: the caller's contract.
-        return unsafe { S::tile_avx512(group, nb, cols) };
+/// As for [`Scheme::tile_scalar`]; `path` one the processor runs ([`Path::of`]).
+unsafe fn tile_of<S: Scheme>(path: Path, group: *const u8, nb: usize, cols: &[Column]) {
+    // SAFETY: the caller's contract, for whichever tile `path` names.
+    unsafe {
+        match path {
+            Path::Scalar => S::tile_scalar(group, nb, cols),
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => S::tile_avx2(group, nb, cols),
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512 => S::tile_avx512(group, nb, cols),
+        }
     }
-    let _ = avx512;
-    // SAFETY: the caller's contract.
-    unsafe { S::tile_scalar(group, nb, cols) }
 }
 
 #[cfg(test)]
@@ -415,7 +481,7 @@ mod tests {
         // the same weights packed in place, in a (placeholder) CPU_REPACK buffer
         let placeholder = repack::buffer_type().alloc_buffer(0).expect("a placeholder buffer");
         a.get_mut().buffer = placeholder.as_ptr().cast();
-        assert!(repack::is_repacked(&a));
+        assert!(repack::is_repacked(&a), "{} weights are packed on this processor", ty.name());
         let row_size = ty.row_size(k);
         // SAFETY: the weights' data, m rows of row_size bytes, which nothing else reads meanwhile.
         let bytes = unsafe { std::slice::from_raw_parts_mut(a.data.cast::<u8>(), m as usize * row_size) };
@@ -456,7 +522,7 @@ mod tests {
 
     #[test]
     fn repacked_products_equal_the_plain_ones() {
-        for ty in layout::TYPES {
+        for ty in layout::TYPES.into_iter().filter(|&ty| repack::packs(ty)) {
             // The plain Q4_1 and Q5_1 products take the activations' sums from Q8_1 blocks, where
             // they are rounded to F16; here they are exact.
             let tolerance = if matches!(ty, Type::Q4_1 | Type::Q5_1) { 1e-6 } else { 1e-10 };
@@ -481,6 +547,74 @@ mod tests {
                     assert!(e < tolerance, "{} k={k} m={m} n={n} threads={threads} ref={use_ref}: nmse {e}", ty.name());
                 }
             }
+        }
+    }
+
+    /// Each column's 16 results of one group of `ty` (k values a row) on `path`, for tiles of
+    /// 1 to 8 columns.
+    #[cfg(target_arch = "x86_64")]
+    fn group_results<S: Scheme>(ty: Type, k: usize, path: Path) -> Vec<f32> {
+        let mut c = ctx();
+        let mut rng = Rng::new(0xa5 + k as u64);
+        let a = c.new_tensor(ty, &[k as i64, GROUP_ROWS as i64, 1, 1]);
+        fill(a, &mut rng);
+        let row_size = ty.row_size(k as i64);
+        // SAFETY: the tensor's data: 16 rows of row_size bytes.
+        let plain = unsafe { std::slice::from_raw_parts(a.data.cast::<u8>(), GROUP_ROWS * row_size) };
+        let mut packed = vec![0u8; plain.len()];
+        layout::pack(ty, row_size, plain, &mut packed);
+
+        let stride = column_stride::<S>(k);
+        let mut acts = vec![0u64; (MAX_TILE_COLS * stride).div_ceil(8)];
+        let base = acts.as_mut_ptr().cast::<u8>();
+        for col in 0..MAX_TILE_COLS {
+            let x: Vec<f32> = (0..k).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            // SAFETY: column col of the buffer, which holds MAX_TILE_COLS columns.
+            unsafe { S::convert(&x, 0, ActRow::at::<S>(base, k, col), true) };
+        }
+        let mut out = Vec::new();
+        for width in 1..=MAX_TILE_COLS {
+            let mut results = vec![0f32; width * GROUP_ROWS];
+            let columns: Vec<Column> = (0..width)
+                .map(|col| (ActRow::at::<S>(base, k, col), results[col * GROUP_ROWS..].as_mut_ptr()))
+                .collect();
+            // SAFETY: one packed group of k / QK blocks; each column converted above, each
+            // destination 16 floats; `path` is one this processor runs (the callers check).
+            unsafe { tile_of::<S>(path, packed.as_ptr(), k / S::QK, &columns) };
+            out.extend(results);
+        }
+        out
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_tiles_equal_the_others() {
+        use crate::cpu::features::features;
+        if !features().has_avx2_fma() {
+            eprintln!("skipped: this processor has no AVX2");
+            return;
+        }
+        fn check<S: Scheme>(ty: Type) {
+            assert!(S::AVX2, "{} is one of repack::AVX2_TYPES but its scheme has no AVX2 tile", ty.name());
+            for k in [32, 256, 4096] {
+                let avx2 = group_results::<S>(ty, k, Path::Avx2);
+                let scalar = group_results::<S>(ty, k, Path::Scalar);
+                let wide = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
+                let e = nmse(&wide(&avx2), &wide(&scalar));
+                assert!(e < 1e-10, "{} k={k}: AVX2 against scalar, nmse {e}", ty.name());
+                // the AVX-512 tile sums and scales in the same order: the same bits
+                if features().has_avx512() {
+                    let avx512 = group_results::<S>(ty, k, Path::Avx512);
+                    assert!(
+                        avx2.iter().zip(&avx512).all(|(a, b)| a.to_bits() == b.to_bits()),
+                        "{} k={k}: AVX2 and AVX-512 differ",
+                        ty.name()
+                    );
+                }
+            }
+        }
+        for ty in repack::AVX2_TYPES {
+            with_scheme!(ty, check(ty));
         }
     }
 }
