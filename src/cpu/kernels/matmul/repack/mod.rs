@@ -551,7 +551,7 @@ mod tests {
     }
 
     /// Each column's 16 results of one group of `ty` (k values a row) on `path`, for tiles of
-    /// 1 to 8 columns.
+    /// 1 to the scheme's tile width.
     #[cfg(target_arch = "x86_64")]
     fn group_results<S: Scheme>(ty: Type, k: usize, path: Path) -> Vec<f32> {
         let mut c = ctx();
@@ -573,7 +573,7 @@ mod tests {
             unsafe { S::convert(&x, 0, ActRow::at::<S>(base, k, col), true) };
         }
         let mut out = Vec::new();
-        for width in 1..=MAX_TILE_COLS {
+        for width in 1..=S::TILE_COLS {
             let mut results = vec![0f32; width * GROUP_ROWS];
             let columns: Vec<Column> = (0..width)
                 .map(|col| (ActRow::at::<S>(base, k, col), results[col * GROUP_ROWS..].as_mut_ptr()))
@@ -596,7 +596,7 @@ mod tests {
         }
         fn check<S: Scheme>(ty: Type) {
             assert!(S::AVX2, "{} is one of repack::AVX2_TYPES but its scheme has no AVX2 tile", ty.name());
-            for k in [32, 256, 4096] {
+            for k in [S::QK, 8 * S::QK, 4096] {
                 let avx2 = group_results::<S>(ty, k, Path::Avx2);
                 let scalar = group_results::<S>(ty, k, Path::Scalar);
                 let wide = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();

@@ -88,6 +88,20 @@ impl<const FIVE: bool> Scheme for NibbleK<FIVE> {
         // SAFETY: the caller's contract.
         run_tile!(cols, |acts| unsafe { group_sums::<FIVE, _>(group, nb, acts) }, 1 2 3 4);
     }
+
+    /// Q4_K only: Q5_K's fifth bits take masked adds, which AVX2 lacks.
+    const AVX2: bool = !FIVE;
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn tile_avx2(group: *const u8, nb: usize, cols: &[Column]) {
+        if FIVE {
+            // SAFETY: the caller's contract.
+            return unsafe { Self::tile_scalar(group, nb, cols) };
+        }
+        // SAFETY: the caller's contract.
+        run_tile_avx2!(cols, |acts| unsafe { group_sums_avx2(group, nb, acts) }, 1 2 3 4);
+    }
 }
 
 /// The sixteen rows' products with `C` columns.
@@ -188,6 +202,102 @@ unsafe fn group_sums<const FIVE: bool, const C: usize>(
                 let da = _mm512_set1_ps(*acts[c].scales.add(b));
                 acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[c]), _mm512_mul_ps(d, da), acc[c]);
                 acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(min_total[c]), _mm512_mul_ps(dmin, da), acc[c]);
+            }
+        }
+    }
+    acc
+}
+
+/// Byte `k` (0..4) of each 32-bit lane.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn lane_byte_avx2(v: __m256i, k: usize) -> __m256i {
+    _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set1_epi32(8 * k as i32)), _mm256_set1_epi32(0xff))
+}
+
+/// Q4_K's sixteen rows' products with `C` columns on AVX2, as two halves of eight rows: the
+/// AVX-512 tile's sums in the same order, so the same bits. Each 64-byte register of a group
+/// block is two here, rows 0..8 and 8..16; the nibbles' byte products (at most 2·15·127 a
+/// lane) are summed in 16 bits over the eight chunks of a sub-block (30480 at most) and
+/// widened once, where `vpdpbusd` widens each.
+///
+/// # Safety
+/// AVX2, FMA and F16C; `group` holds `nb` group blocks of Q4_K; each column's activations
+/// hold `nb` blocks.
+// Columns and halves index the sums and activation rows together.
+#[allow(clippy::needless_range_loop)]
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn group_sums_avx2<const C: usize>(group: *const u8, nb: usize, acts: [super::ActRow; C]) -> [[__m256; 2]; C] {
+    let (group_block, qs) = (NibbleK::<false>::GROUP_BLOCK, NibbleK::<false>::QS);
+    let low = _mm256_set1_epi8(0x0f);
+    let (six, top) = (_mm256_set1_epi8(0x3f), _mm256_set1_epi8(0x30));
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_ps(); 2]; C];
+    for b in 0..nb {
+        for h in 0..2 {
+            // SAFETY: block b < nb of the group and of each column (the caller's contract):
+            // half h (32 bytes) of each of the block's 64-byte registers.
+            unsafe {
+                let base = group.add(b * group_block);
+                let packed = [0, 1, 2].map(|k| _mm256_loadu_si256(base.add(SCALES + 64 * k + 32 * h).cast()));
+                let scales = [
+                    _mm256_and_si256(packed[0], six),
+                    _mm256_or_si256(
+                        _mm256_and_si256(packed[2], low),
+                        _mm256_and_si256(_mm256_srli_epi32::<2>(packed[0]), top),
+                    ),
+                ];
+                let mins = [
+                    _mm256_and_si256(packed[1], six),
+                    _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi32::<4>(packed[2]), low),
+                        _mm256_and_si256(_mm256_srli_epi32::<2>(packed[1]), top),
+                    ),
+                ];
+                let mut total = [_mm256_setzero_si256(); C];
+                let mut min_total = [_mm256_setzero_si256(); C];
+                for j in 0..4 {
+                    let mut lo = [_mm256_setzero_si256(); C];
+                    let mut hi = [_mm256_setzero_si256(); C];
+                    for cc in 0..8 {
+                        let w = _mm256_loadu_si256(base.add(qs + 64 * (8 * j + cc) + 32 * h).cast());
+                        let (u_lo, u_hi) = (_mm256_and_si256(w, low), _mm256_and_si256(_mm256_srli_epi16::<4>(w), low));
+                        for c in 0..C {
+                            let a = acts[c].levels.add(b * QK + 64 * j + 4 * cc);
+                            let a_lo = _mm256_set1_epi32(a.cast::<i32>().read_unaligned());
+                            let a_hi = _mm256_set1_epi32(a.add(32).cast::<i32>().read_unaligned());
+                            lo[c] = _mm256_add_epi16(lo[c], _mm256_maddubs_epi16(u_lo, a_lo));
+                            hi[c] = _mm256_add_epi16(hi[c], _mm256_maddubs_epi16(u_hi, a_hi));
+                        }
+                    }
+                    // sub-blocks 2j (low nibbles) and 2j + 1 (high)
+                    let (s_lo, s_hi) = (2 * j, 2 * j + 1);
+                    let sc_lo = lane_byte_avx2(scales[s_lo / 4], s_lo % 4);
+                    let sc_hi = lane_byte_avx2(scales[s_hi / 4], s_hi % 4);
+                    for c in 0..C {
+                        let (lo, hi) = (_mm256_madd_epi16(lo[c], ones), _mm256_madd_epi16(hi[c], ones));
+                        total[c] = _mm256_add_epi32(total[c], _mm256_mullo_epi32(lo, sc_lo));
+                        total[c] = _mm256_add_epi32(total[c], _mm256_mullo_epi32(hi, sc_hi));
+                    }
+                }
+                for s in 0..8 {
+                    let m = lane_byte_avx2(mins[s / 4], s % 4);
+                    for c in 0..C {
+                        let bsums = acts[c].sums.add(b * 16 + 2 * s);
+                        let sum = _mm256_set1_epi32(*bsums + *bsums.add(1));
+                        min_total[c] = _mm256_add_epi32(min_total[c], _mm256_mullo_epi32(m, sum));
+                    }
+                }
+                let d = _mm256_cvtph_ps(_mm_loadu_si128(base.add(D + 16 * h).cast()));
+                let dmin = _mm256_cvtph_ps(_mm_loadu_si128(base.add(DMIN + 16 * h).cast()));
+                for c in 0..C {
+                    let da = _mm256_set1_ps(*acts[c].scales.add(b));
+                    acc[c][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[c]), _mm256_mul_ps(d, da), acc[c][h]);
+                    acc[c][h] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(min_total[c]), _mm256_mul_ps(dmin, da), acc[c][h]);
+                }
             }
         }
     }
