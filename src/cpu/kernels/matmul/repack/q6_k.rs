@@ -74,6 +74,15 @@ impl Scheme for Q6K {
         // SAFETY: the caller's contract.
         run_tile!(cols, |acts| unsafe { group_sums::<_>(group, nb, acts) }, 1 2 3 4);
     }
+
+    const AVX2: bool = true;
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn tile_avx2(group: *const u8, nb: usize, cols: &[Column]) {
+        // SAFETY: the caller's contract.
+        run_tile_avx2!(cols, |acts| unsafe { group_sums_avx2(group, nb, acts) }, 1 2 3 4);
+    }
 }
 
 #[cfg(test)]
@@ -167,6 +176,85 @@ unsafe fn group_sums<const C: usize>(group: *const u8, nb: usize, acts: [super::
             for c in 0..C {
                 let scale = _mm512_mul_ps(d, _mm512_set1_ps(*acts[c].scales.add(b)));
                 acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[c]), scale, acc[c]);
+            }
+        }
+    }
+    acc
+}
+
+/// The sixteen rows' products with `C` columns on AVX2, as two halves of eight rows: the
+/// AVX-512 tile's sums in the same order, so the same bits. Each 64-byte register of a group
+/// block is two here, rows 0..8 and 8..16. A 6-bit byte product pair is at most 2·63·127 =
+/// 16002 a lane, too much to add four in 16 bits: each is widened by itself.
+///
+/// # Safety
+/// AVX2, FMA and F16C; `group` holds `nb` group blocks; each column's activations hold `nb`
+/// blocks.
+// Columns and halves index the sums and activation rows together.
+#[allow(clippy::needless_range_loop)]
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn group_sums_avx2<const C: usize>(group: *const u8, nb: usize, acts: [super::ActRow; C]) -> [[__m256; 2]; C] {
+    let block = GROUP_BLOCK;
+    let (low, top_bits) = (_mm256_set1_epi8(0x0f), _mm256_set1_epi8(0x30));
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [[_mm256_setzero_ps(); 2]; C];
+    for b in 0..nb {
+        for h in 0..2 {
+            // SAFETY: block b < nb of the group and of each column (the caller's contract):
+            // half h (32 bytes) of each of the block's 64-byte registers, 8 of each 16 scales.
+            unsafe {
+                let base = group.add(b * block);
+                let mut total = [_mm256_setzero_si256(); C];
+                for half in 0..2 {
+                    for k in 0..2 {
+                        // sub-blocks 8·half + k + {0, 2, 4, 6}: values 4q.., 32+4q.., 64+4q.., 96+4q..
+                        let subs = [0, 2, 4, 6].map(|o| 8 * half + k + o);
+                        let mut sums = [[_mm256_setzero_si256(); 4]; C];
+                        for c in 0..C {
+                            let bsums = acts[c].sums.add(b * 16);
+                            for (sum, &s) in sums[c].iter_mut().zip(&subs) {
+                                *sum = _mm256_set1_epi32(-BIAS * *bsums.add(s));
+                            }
+                        }
+                        for q in 4 * k..4 * k + 4 {
+                            let bits = base.add(BITS * (8 * half + q) + 32 * h);
+                            let ql_a = _mm256_loadu_si256(bits.cast());
+                            let ql_b = _mm256_loadu_si256(bits.add(64).cast());
+                            let qh = _mm256_loadu_si256(bits.add(128).cast());
+                            // each value's low four bits, with its top two moved to bits 4-5
+                            let with_top = |nibbles: __m256i, top: __m256i| {
+                                _mm256_or_si256(_mm256_and_si256(nibbles, low), _mm256_and_si256(top, top_bits))
+                            };
+                            let u = [
+                                with_top(ql_a, _mm256_slli_epi16::<4>(qh)),
+                                with_top(ql_b, _mm256_slli_epi16::<2>(qh)),
+                                with_top(_mm256_srli_epi16::<4>(ql_a), qh),
+                                with_top(_mm256_srli_epi16::<4>(ql_b), _mm256_srli_epi16::<2>(qh)),
+                            ];
+                            for c in 0..C {
+                                let a = acts[c].levels.add(b * QK + 128 * half + 4 * q);
+                                for (o, (sum, &w)) in sums[c].iter_mut().zip(&u).enumerate() {
+                                    let y = _mm256_set1_epi32(a.add(32 * o).cast::<i32>().read_unaligned());
+                                    *sum = _mm256_add_epi32(*sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w, y), ones));
+                                }
+                            }
+                        }
+                        for (o, &s) in subs.iter().enumerate() {
+                            let scale =
+                                _mm256_cvtepi8_epi32(_mm_loadl_epi64(base.add(SCALES + s * GROUP_ROWS + 8 * h).cast()));
+                            for c in 0..C {
+                                total[c] = _mm256_add_epi32(total[c], _mm256_mullo_epi32(sums[c][o], scale));
+                            }
+                        }
+                    }
+                }
+                let d = _mm256_cvtph_ps(_mm_loadu_si128(base.add(D + 16 * h).cast()));
+                for c in 0..C {
+                    let scale = _mm256_mul_ps(d, _mm256_set1_ps(*acts[c].scales.add(b)));
+                    acc[c][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(total[c]), scale, acc[c][h]);
+                }
             }
         }
     }
