@@ -31,7 +31,7 @@ use ggml_rs::backend::interface::{
     Backend, Buffer, BufferType, BufferTypeInterface, DevProps, DevType, Device, DeviceInterface,
     GGML_BACKEND_API_VERSION, Reg, RegInterface,
 };
-use ggml_rs::core::tensor::Tensor;
+use ggml_rs::core::tensor::{Tensor, TensorPtr};
 use ggml_rs::cpu;
 use ggml_rs::cpu::device::cpu_reg;
 
@@ -82,11 +82,7 @@ static RS_DEVICE: Shared<Device> = Shared(UnsafeCell::new(Device {
 
 /// This library's own CPU device, which RS-CPU forwards its generic queries to.
 fn cpu_device() -> DevicePtr {
-    // SAFETY: the CPU registry's device is a static of this library.
-    match unsafe { DevicePtr::from_raw(cpu_reg().dev_get(0)) } {
-        Some(dev) => dev,
-        None => unreachable!("the CPU registry always has its device"),
-    }
+    cpu_reg().dev_get(0)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -123,16 +119,15 @@ unsafe extern "C" fn reg_get_device(_reg: *mut Reg, index: usize) -> *mut Device
     RS_DEVICE.0.get()
 }
 
-/// The CPU backend's extra functions (they work on RS-CPU backends, which are CPU backends),
-/// then whatever the CPU registry answers; null for other names.
+/// What the CPU registry answers (the CPU backend's extra functions among them: they work on
+/// RS-CPU backends, which are CPU backends); null for other names.
 unsafe extern "C" fn reg_get_proc_address(_reg: *mut Reg, name: *const c_char) -> *mut c_void {
     if name.is_null() {
         return std::ptr::null_mut();
     }
     // SAFETY: non-null names are C strings (ggml_backend_reg_get_proc_address's contract).
     let name = unsafe { CStr::from_ptr(name) };
-    let f = cpu::backend::proc_address(name);
-    if f.is_null() { cpu_reg().proc_address(name) } else { f }
+    cpu_reg().proc_address(name)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,7 +187,7 @@ unsafe extern "C" fn backend_get_name(_backend: *mut Backend) -> *const c_char {
 /// "RS-CPU". Its context, GUID and every other entry stay the CPU backend's, so the CPU
 /// registry's extra functions accept it.
 unsafe extern "C" fn dev_init_backend(_dev: *mut Device, _params: *const c_char) -> *mut Backend {
-    let backend = cpu::backend::init().as_ptr();
+    let backend = cpu::device::init().as_ptr();
     // SAFETY: `init` returns a live backend that nothing else references yet; its table is a
     // copy owned by the backend, so renaming it changes no other backend.
     unsafe {
@@ -246,9 +241,9 @@ unsafe extern "C" fn dev_buffer_from_host_ptr(
 
 /// The ops this library's CPU kernels compute (not the list ggml's CPU backend claims), so
 /// that test-backend-ops reports the others as unsupported instead of running them.
-unsafe extern "C" fn dev_supports_op(dev: *mut Device, op: *const Tensor) -> bool {
-    // SAFETY: the caller's live tensor is passed on (ggml_backend_dev_supports_op's contract).
-    unsafe { cpu::backend::device_supports_op(dev, op) }
+unsafe extern "C" fn dev_supports_op(_dev: *mut Device, op: *const Tensor) -> bool {
+    // SAFETY: the caller passes a live tensor (ggml_backend_dev_supports_op's contract).
+    unsafe { TensorPtr::from_raw(op.cast_mut()) }.is_some_and(|op| cpu_device().supports_op(op))
 }
 
 /// Any host buffer: CPU kernels read and write tensor data in place.
@@ -274,8 +269,7 @@ mod tests {
         assert_eq!(reg.api_version(), GGML_BACKEND_API_VERSION);
         assert_eq!(reg.name_lossy(), "RS");
         assert_eq!(reg.dev_count(), 1);
-        // SAFETY: the device is a static.
-        let dev = unsafe { DevicePtr::from_raw(reg.dev_get(0)) }.expect("device");
+        let dev = reg.dev_get(0);
         assert_eq!(dev.name_lossy(), "RS-CPU");
         assert_eq!(dev.dev_type(), DevType::CPU);
         assert_eq!(dev.reg(), reg.as_ptr());

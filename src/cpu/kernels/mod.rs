@@ -1,5 +1,5 @@
 //! The CPU kernels: one file per family of ops, each with its scalar reference and, where it
-//! matters, a SIMD path chosen once at start-up ([`features`]).
+//! matters, a SIMD path chosen once at start-up ([`features`](crate::cpu::features)).
 //!
 //! Every kernel has the signature `fn(params: &ComputeParams, dst: TensorPtr)`: it computes
 //! thread `params.ith`'s share of `dst` from `dst.src[..]` and `dst.op_params`.
