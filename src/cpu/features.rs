@@ -39,6 +39,17 @@ pub struct Features {
     pub intel: bool,
 }
 
+/// The instruction sets the hot kernels are written for. A kernel family's path holds one
+/// only after checking that this processor runs it (`dot::Path`, the repacked product's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
 impl Features {
     /// The x86-64 path the hot kernels use: AVX2 with FMA and F16C.
     pub fn has_avx2_fma(&self) -> bool {

@@ -51,6 +51,7 @@
 //! [`DotKernel`] is the type-erased face the matrix kernels use: byte rows in, floats out.
 
 use crate::core::types::Type;
+use crate::cpu::features::Isa;
 use crate::quants::formats::with_weight_format;
 use crate::quants::half::Bf16;
 use crate::quants::k_quants::QK_K;
@@ -89,16 +90,7 @@ pub const MAX_WIDE_COLS: usize = 6;
 /// the scalar one. Made only by [`Path::of`], which checks the processor (so holding an
 /// `Avx512` or `Avx2` path is what makes running those tiles sound).
 #[derive(Clone, Copy)]
-pub struct Path(Kind);
-
-#[derive(Clone, Copy)]
-enum Kind {
-    Scalar,
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
-}
+pub struct Path(Isa);
 
 impl Path {
     /// The fastest tile of `T` here, or the scalar one unless `simd`.
@@ -107,20 +99,20 @@ impl Path {
         {
             let vbmi = !T::AVX512_VBMI || crate::cpu::features::features().avx512vbmi;
             if simd && T::AVX512_COLS > 0 && crate::cpu::features::features().has_avx512() && vbmi {
-                return Path(Kind::Avx512);
+                return Path(Isa::Avx512);
             }
             if simd && crate::cpu::features::features().has_avx2_fma() {
-                return Path(Kind::Avx2);
+                return Path(Isa::Avx2);
             }
         }
         let _ = simd;
-        Path(Kind::Scalar)
+        Path(Isa::Scalar)
     }
 
     /// Whether this is an AVX-512 tile (which may take [`VecDot::AVX512_COLS`] columns).
     fn is_avx512(self) -> bool {
         #[cfg(target_arch = "x86_64")]
-        return matches!(self.0, Kind::Avx512);
+        return matches!(self.0, Isa::Avx512);
         #[cfg(not(target_arch = "x86_64"))]
         false
     }
@@ -189,10 +181,10 @@ pub unsafe trait VecDot: Copy + 'static {
             // SAFETY: `Path::of` checked that the processor supports AVX2, FMA, F16C and AVX-512
             // (with VBMI where the format asks for it).
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { Self::tile_avx512(x, y) },
+            Isa::Avx512 => unsafe { Self::tile_avx512(x, y) },
             // SAFETY: `Path::of` checked that the processor supports AVX2, FMA and F16C.
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { Self::tile_avx2(x, y) },
+            Isa::Avx2 => unsafe { Self::tile_avx2(x, y) },
             _ => std::array::from_fn(|r| std::array::from_fn(|c| Self::dot_scalar(x[r], y[c]))),
         }
     }
@@ -241,10 +233,10 @@ pub unsafe trait VecDot: Copy + 'static {
         match path.0 {
             // SAFETY: as in `tile_on`.
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { Self::column_avx512(x, y, out) },
+            Isa::Avx512 => unsafe { Self::column_avx512(x, y, out) },
             // SAFETY: as in `tile_on`.
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { Self::column_avx2(x, y, out) },
+            Isa::Avx2 => unsafe { Self::column_avx2(x, y, out) },
             _ => x.iter().zip(out).for_each(|(row, out)| *out = Self::dot_scalar(row, y)),
         }
     }
@@ -663,7 +655,7 @@ mod tests {
         let wide = T::tile::<3, 4>(&[x[0], x[1], x[2]], &y, true);
         let narrow = T::tile::<4, 2>(&x, &[y[0], y[1]], true);
         // the AVX2 tiles too, which the dispatch passes over on AVX-512 processors
-        let avx2 = T::tile_on::<4, 2>(Path(Kind::Avx2), &x, &[y[0], y[1]]);
+        let avx2 = T::tile_on::<4, 2>(Path(Isa::Avx2), &x, &[y[0], y[1]]);
         for r in 0..4 {
             for c in 0..4 {
                 let want = lane_chains(x[r], y[c]).to_bits();

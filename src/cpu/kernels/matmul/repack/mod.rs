@@ -63,6 +63,7 @@ mod q6_k;
 
 use super::{ColumnIndex, ComputeParams, Tensor, ceil_div, most_tasks, share_rows, span, use_simd};
 use crate::core::types::Type;
+use crate::cpu::features::Isa;
 use crate::cpu::plan::CACHE_LINE_SIZE;
 use crate::cpu::repack::layout::{self, GROUP_ROWS, Parts};
 use crate::quants::k_quants::{BlockQ8K, quantize_row_q8_k};
@@ -136,15 +137,10 @@ trait Scheme {
     }
 }
 
-/// Which of a scheme's tiles a product runs.
+/// Which of a scheme's tiles a product runs. Made only by [`Path::of`], which checks the
+/// processor (so holding an `Avx512` or `Avx2` path is what makes running those tiles sound).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Path {
-    Scalar,
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
-}
+struct Path(Isa);
 
 impl Path {
     /// The fastest tile of `S` this processor runs; the scalar one where `simd` is off.
@@ -153,14 +149,14 @@ impl Path {
         {
             let f = crate::cpu::features::features();
             if simd && f.has_avx512() {
-                return Path::Avx512;
+                return Path(Isa::Avx512);
             }
             if simd && S::AVX2 && f.has_avx2_fma() {
-                return Path::Avx2;
+                return Path(Isa::Avx2);
             }
         }
         let _ = simd;
-        Path::Scalar
+        Path(Isa::Scalar)
     }
 }
 
@@ -445,12 +441,12 @@ fn task_groups(groups: i64, group_bytes: i64, task_cols: i64, col_tasks: i64, nt
 unsafe fn tile_of<S: Scheme>(path: Path, group: *const u8, nb: usize, cols: &[Column]) {
     // SAFETY: the caller's contract, for whichever tile `path` names.
     unsafe {
-        match path {
-            Path::Scalar => S::tile_scalar(group, nb, cols),
+        match path.0 {
+            Isa::Scalar => S::tile_scalar(group, nb, cols),
             #[cfg(target_arch = "x86_64")]
-            Path::Avx2 => S::tile_avx2(group, nb, cols),
+            Isa::Avx2 => S::tile_avx2(group, nb, cols),
             #[cfg(target_arch = "x86_64")]
-            Path::Avx512 => S::tile_avx512(group, nb, cols),
+            Isa::Avx512 => S::tile_avx512(group, nb, cols),
         }
     }
 }
@@ -597,14 +593,14 @@ mod tests {
         fn check<S: Scheme>(ty: Type) {
             assert!(S::AVX2, "{} is one of repack::AVX2_TYPES but its scheme has no AVX2 tile", ty.name());
             for k in [S::QK, 8 * S::QK, 4096] {
-                let avx2 = group_results::<S>(ty, k, Path::Avx2);
-                let scalar = group_results::<S>(ty, k, Path::Scalar);
+                let avx2 = group_results::<S>(ty, k, Path(Isa::Avx2));
+                let scalar = group_results::<S>(ty, k, Path(Isa::Scalar));
                 let wide = |v: &[f32]| v.iter().map(|&x| f64::from(x)).collect::<Vec<_>>();
                 let e = nmse(&wide(&avx2), &wide(&scalar));
                 assert!(e < 1e-10, "{} k={k}: AVX2 against scalar, nmse {e}", ty.name());
                 // the AVX-512 tile sums and scales in the same order: the same bits
                 if features().has_avx512() {
-                    let avx512 = group_results::<S>(ty, k, Path::Avx512);
+                    let avx512 = group_results::<S>(ty, k, Path(Isa::Avx512));
                     assert!(
                         avx2.iter().zip(&avx512).all(|(a, b)| a.to_bits() == b.to_bits()),
                         "{} k={k}: AVX2 and AVX-512 differ",
