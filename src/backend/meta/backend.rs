@@ -195,6 +195,36 @@ fn async_state(tensor: TensorPtr, offset: usize) -> SplitState {
     state
 }
 
+/// The parts of an access of `size` bytes at `offset` to a tensor split along `axis` (0, 1 or
+/// 2) over `n_devices`: for each device with a share, its index, its slice, where its bytes
+/// start in a chunk of the caller's data, and the 2-D copy that moves them (a run of the
+/// slice's chunk from every chunk of the tensor's).
+fn split_parts(
+    tensor: TensorPtr,
+    axis: SplitAxis,
+    offset: usize,
+    size: usize,
+    n_devices: usize,
+) -> Vec<(usize, TensorPtr, usize, Copy2d)> {
+    let dim = axis.0 as usize;
+    let chunk = tensor.nb[dim + 1];
+    crate::ggml_assert!(size.is_multiple_of(chunk), "access not aligned to the split");
+    let mut parts = Vec::with_capacity(n_devices);
+    let mut within = 0;
+    for j in 0..n_devices {
+        let slice = slice_of(&tensor, j);
+        let chunk_j = slice.nb[dim + 1];
+        if chunk_j == 0 {
+            continue;
+        }
+        let c = Copy2d { offset, size: chunk_j, n_copies: size / chunk, stride_tensor: chunk_j, stride_data: chunk };
+        parts.push((j, slice, within, c));
+        within += chunk_j;
+    }
+    crate::ggml_assert!(within == chunk, "slices do not add up to the tensor");
+    parts
+}
+
 #[track_caller]
 fn slice_of(tensor: &Tensor, j: usize) -> TensorPtr {
     match simple_tensor(tensor, j) {
@@ -210,30 +240,11 @@ impl traits::Backend for MetaBackend {
 
     fn set_tensor_async(&mut self, tensor: TensorPtr, data: &[u8], offset: usize) -> bool {
         let state = async_state(tensor, offset);
-        let size = data.len();
         match state.axis {
             SplitAxis::AXIS_0 | SplitAxis::AXIS_1 | SplitAxis::AXIS_2 => {
-                let dim = state.axis.0 as usize;
-                let chunk = tensor.nb[dim + 1];
-                crate::ggml_assert!(size.is_multiple_of(chunk), "access not aligned to the split");
-                let mut within = 0;
-                for (j, d) in self.devices.iter().enumerate() {
-                    let slice = slice_of(&tensor, j);
-                    let chunk_j = slice.nb[dim + 1];
-                    if chunk_j == 0 {
-                        continue;
-                    }
-                    let c = Copy2d {
-                        offset,
-                        size: chunk_j,
-                        n_copies: size / chunk,
-                        stride_tensor: chunk_j,
-                        stride_data: chunk,
-                    };
-                    d.backend.tensor_set_2d_async(slice, &data[within..], c);
-                    within += chunk_j;
+                for (j, slice, within, c) in split_parts(tensor, state.axis, offset, data.len(), self.devices.len()) {
+                    self.devices[j].backend.tensor_set_2d_async(slice, &data[within..], c);
                 }
-                crate::ggml_assert!(within == chunk, "slices do not add up to the tensor");
             }
             SplitAxis::MIRRORED => {
                 for (j, d) in self.devices.iter().enumerate() {
@@ -247,30 +258,11 @@ impl traits::Backend for MetaBackend {
 
     fn get_tensor_async(&mut self, tensor: TensorPtr, data: &mut [u8], offset: usize) -> bool {
         let state = async_state(tensor, offset);
-        let size = data.len();
         match state.axis {
             SplitAxis::AXIS_0 | SplitAxis::AXIS_1 | SplitAxis::AXIS_2 => {
-                let dim = state.axis.0 as usize;
-                let chunk = tensor.nb[dim + 1];
-                crate::ggml_assert!(size.is_multiple_of(chunk), "access not aligned to the split");
-                let mut within = 0;
-                for (j, d) in self.devices.iter().enumerate() {
-                    let slice = slice_of(&tensor, j);
-                    let chunk_j = slice.nb[dim + 1];
-                    if chunk_j == 0 {
-                        continue;
-                    }
-                    let c = Copy2d {
-                        offset,
-                        size: chunk_j,
-                        n_copies: size / chunk,
-                        stride_tensor: chunk_j,
-                        stride_data: chunk,
-                    };
-                    d.backend.tensor_get_2d_async(slice, &mut data[within..], c);
-                    within += chunk_j;
+                for (j, slice, within, c) in split_parts(tensor, state.axis, offset, data.len(), self.devices.len()) {
+                    self.devices[j].backend.tensor_get_2d_async(slice, &mut data[within..], c);
                 }
-                crate::ggml_assert!(within == chunk, "slices do not add up to the tensor");
             }
             SplitAxis::MIRRORED => self.devices[0].backend.tensor_get_async(slice_of(&tensor, 0), data, offset),
             a => crate::ggml_abort!("cannot read meta tensor {} with split axis {}", tensor.name(), a.label()),
