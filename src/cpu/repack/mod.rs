@@ -21,7 +21,7 @@ use crate::cpu::features::features;
 
 /// The formats whose repacked product has an AVX2 tile: the ones an AVX2 processor without
 /// AVX-512 stores packed.
-pub const AVX2_TYPES: [Type; 5] = [Type::Q4_0, Type::Q4_1, Type::Q8_0, Type::Q4_K, Type::Q6_K];
+pub const AVX2_TYPES: [Type; 6] = [Type::Q4_0, Type::Q4_1, Type::Q8_0, Type::IQ4_NL, Type::Q4_K, Type::Q6_K];
 
 /// Whether this processor runs the repacked product of `ty` weights, so that CPU_REPACK
 /// stores them packed: every format of the layout with AVX-512 (F, BW, VL, DQ, VNNI), the

@@ -38,7 +38,8 @@ pub(super) trait Format {
     /// Whether the quants are preceded by the levels' fifth bits (Q5_0, Q5_1).
     const FIFTH: bool = false;
     /// Whether [`tile_avx2`] computes the format: the nibbles of Q4_0 and Q4_1, whose byte
-    /// products `maddubs` sums without saturating, and Q8_0's signed bytes.
+    /// products `maddubs` sums without saturating, Q8_0's signed bytes and IQ4_NL's signed
+    /// table levels (MXFP4's E8M0 scales and the Q5 fifth bits are not done).
     const AVX2: bool = false;
 
     /// The scale of a block from its stored bytes (for the levels as [`level`] gives them).
@@ -196,6 +197,7 @@ impl Format for Iq4Nl {
     const PARTS: Parts = parts_of(Type::IQ4_NL);
     const BIAS: i32 = 128;
     const TABLE: Option<[i8; 16]> = Some(offset_by_128(IQ4_NL_LEVELS));
+    const AVX2: bool = true;
 }
 
 impl Format for Q8_0 {
@@ -386,9 +388,10 @@ unsafe fn tile_avx2<F: Format>(group: *const u8, nb: usize, cols: &[Column]) {
 /// Nibble weights (Q4_0, Q4_1) go into `maddubs` as they are, unsigned: a lane's pair sum is
 /// at most 2·15·127 = 3810 in magnitude (the activations are levels of ±127), so the eight
 /// products of a block add up in 16 bits (30480) before one `madd` widens them, and `−BIAS·Σa`
-/// is added once. Byte weights (Q8_0) are signed: their magnitudes go in (up to 128), their
-/// signs move onto the activations, and each product is widened at once (2·128·127 = 32512
-/// leaves no room to add two). Either way the integer sums are exact, as in [`tile_scalar`].
+/// is added once. Byte weights (Q8_0) and table levels (IQ4_NL, looked up signed) are signed:
+/// their magnitudes go in (up to 128), their signs move onto the activations, and each product
+/// is widened at once (2·128·127 = 32512 leaves no room to add two). Either way the integer
+/// sums are exact, as in [`tile_scalar`].
 ///
 /// # Safety
 /// As for [`tile_avx2`].
@@ -422,7 +425,27 @@ unsafe fn group_sums_avx2<F: Format, const C: usize>(
                     _mm256_setzero_ps()
                 };
                 let mut sums = [_mm256_setzero_si256(); C];
-                if nibbles::<F>() {
+                if let Some(table) = F::TABLE {
+                    // the levels themselves, signed: the table's bytes less 128
+                    let signed = table.map(|t| t ^ i8::MIN);
+                    let levels = _mm256_broadcastsi128_si256(_mm_loadu_si128(signed.as_ptr().cast()));
+                    let low = _mm256_set1_epi8(0x0f);
+                    let chunks: [(__m256i, __m256i); 4] = std::array::from_fn(|j| {
+                        let w = _mm256_loadu_si256(qs.add(64 * j + 32 * h).cast());
+                        let (lo, hi) = (_mm256_and_si256(w, low), _mm256_and_si256(_mm256_srli_epi16::<4>(w), low));
+                        (_mm256_shuffle_epi8(levels, lo), _mm256_shuffle_epi8(levels, hi))
+                    });
+                    for c in 0..C {
+                        for (j, &(lo, hi)) in chunks.iter().enumerate() {
+                            let (lo_at, hi_at) = offsets::<F>(j);
+                            for (w, at) in [(lo, lo_at), (hi, hi_at)] {
+                                let a = _mm256_sign_epi8(four(c, at), w);
+                                let pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), a);
+                                sums[c] = _mm256_add_epi32(sums[c], _mm256_madd_epi16(pairs, ones));
+                            }
+                        }
+                    }
+                } else if nibbles::<F>() {
                     let low = _mm256_set1_epi8(0x0f);
                     let chunks: [(__m256i, __m256i); 4] = std::array::from_fn(|j| {
                         let w = _mm256_loadu_si256(qs.add(64 * j + 32 * h).cast());
