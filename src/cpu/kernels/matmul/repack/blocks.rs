@@ -407,6 +407,13 @@ unsafe fn group_sums_avx2<F: Format, const C: usize>(
 ) -> [[__m256; 2]; C] {
     let (head, block) = (const { F::PARTS.packed(quants::<F>()) }, const { GROUP_ROWS * F::PARTS.block() });
     let ones = _mm256_set1_epi16(1);
+    // the table's levels themselves, signed (its bytes less 128), in both lanes: made once, as
+    // building them per block stalls each load on the stores before it
+    let signed_table = F::TABLE.map(|table| {
+        let signed = table.map(|t| t ^ i8::MIN);
+        // SAFETY: the array holds the 16 bytes read.
+        _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(signed.as_ptr().cast()) })
+    });
     let mut acc = [[_mm256_setzero_ps(); 2]; C];
     for b in 0..nb {
         // SAFETY: block b < nb of the group and of each column (the caller's contract): the
@@ -425,10 +432,7 @@ unsafe fn group_sums_avx2<F: Format, const C: usize>(
                     _mm256_setzero_ps()
                 };
                 let mut sums = [_mm256_setzero_si256(); C];
-                if let Some(table) = F::TABLE {
-                    // the levels themselves, signed: the table's bytes less 128
-                    let signed = table.map(|t| t ^ i8::MIN);
-                    let levels = _mm256_broadcastsi128_si256(_mm_loadu_si128(signed.as_ptr().cast()));
+                if let Some(levels) = signed_table {
                     let low = _mm256_set1_epi8(0x0f);
                     let chunks: [(__m256i, __m256i); 4] = std::array::from_fn(|j| {
                         let w = _mm256_loadu_si256(qs.add(64 * j + 32 * h).cast());
