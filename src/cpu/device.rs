@@ -106,8 +106,8 @@ pub fn repack_supports_op(op: &Tensor) -> bool {
     };
     // SAFETY: as above; a tensor's buffer is null or a live buffer.
     let host = |t: &Tensor| unsafe { BufferPtr::from_raw(t.buffer.cast()) }.is_none_or(|b| b.is_host());
+    // (stored packed only where this processor runs the packed product: `repack::packs`)
     op.op == Op::MUL_MAT
-        && repack_offered()
         && repack::is_repacked(src0)
         && src0.ne[2] == 1
         && src0.ne[3] == 1

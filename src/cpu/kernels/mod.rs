@@ -302,6 +302,11 @@ pub fn supports_op(node: &Tensor) -> bool {
     }
 }
 
+/// `op`'s name for a message, "unknown" for a value that is no op of ggml's.
+fn op_label(op: Op) -> &'static str {
+    if (0..Op::COUNT).contains(&op.0) { op.name() } else { "unknown" }
+}
+
 /// ggml 0.25.1's task count for `node` in a team of `n_threads`: 1 for a node without
 /// elements and for the ops that compute nothing, its entry's count for the others. Aborts
 /// for an op that does not exist, as the reference's planner does.
@@ -313,10 +318,7 @@ pub fn n_tasks(node: &Tensor, n_threads: usize) -> usize {
         Some(Tasks::One) => 1,
         Some(Tasks::All) => n_threads,
         Some(Tasks::Node(tasks)) => tasks(node, n_threads),
-        None => crate::ggml_abort!(
-            "op not implemented: {}",
-            if (0..Op::COUNT).contains(&node.op.0) { node.op.name() } else { "unknown" }
-        ),
+        None => crate::ggml_abort!("op not implemented: {}", op_label(node.op)),
     }
 }
 
@@ -341,7 +343,7 @@ impl Kernel for CpuKernels {
             }
             None => {
                 if params.ith == 0 {
-                    let name = if (0..Op::COUNT).contains(&node.op.0) { node.op.name() } else { "unknown" };
+                    let name = op_label(node.op);
                     crate::log_error!(
                         "ggml_graph_compute: op {} (node '{}') has no CPU kernel in this build\n",
                         name,

@@ -196,6 +196,15 @@ fn lane_byte(v: std::arch::x86_64::__m512i, k: usize) -> std::arch::x86_64::__m5
     _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(8 * k as i32)), _mm512_set1_epi32(0xff))
 }
 
+/// [`lane_byte`] on AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn lane_byte_avx2(v: std::arch::x86_64::__m256i, k: usize) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::*;
+    _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set1_epi32(8 * k as i32)), _mm256_set1_epi32(0xff))
+}
+
 /// `$f::<Scheme>($args)` for the weights' type: the formats [`layout`] takes, each with the
 /// scheme that multiplies it (not all the block formats of `quants::formats`, so not generated
 /// from that list).

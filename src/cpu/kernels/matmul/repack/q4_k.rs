@@ -208,14 +208,6 @@ unsafe fn group_sums<const FIVE: bool, const C: usize>(
     acc
 }
 
-/// Byte `k` (0..4) of each 32-bit lane.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn lane_byte_avx2(v: __m256i, k: usize) -> __m256i {
-    _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_set1_epi32(8 * k as i32)), _mm256_set1_epi32(0xff))
-}
-
 /// Q4_K's sixteen rows' products with `C` columns on AVX2, as two halves of eight rows: the
 /// AVX-512 tile's sums in the same order, so the same bits. Each 64-byte register of a group
 /// block is two here, rows 0..8 and 8..16; the nibbles' byte products (at most 2·15·127 a
@@ -275,8 +267,8 @@ unsafe fn group_sums_avx2<const C: usize>(group: *const u8, nb: usize, acts: [su
                     }
                     // sub-blocks 2j (low nibbles) and 2j + 1 (high)
                     let (s_lo, s_hi) = (2 * j, 2 * j + 1);
-                    let sc_lo = lane_byte_avx2(scales[s_lo / 4], s_lo % 4);
-                    let sc_hi = lane_byte_avx2(scales[s_hi / 4], s_hi % 4);
+                    let sc_lo = super::lane_byte_avx2(scales[s_lo / 4], s_lo % 4);
+                    let sc_hi = super::lane_byte_avx2(scales[s_hi / 4], s_hi % 4);
                     for c in 0..C {
                         let (lo, hi) = (_mm256_madd_epi16(lo[c], ones), _mm256_madd_epi16(hi[c], ones));
                         total[c] = _mm256_add_epi32(total[c], _mm256_mullo_epi32(lo, sc_lo));
@@ -284,7 +276,7 @@ unsafe fn group_sums_avx2<const C: usize>(group: *const u8, nb: usize, acts: [su
                     }
                 }
                 for s in 0..8 {
-                    let m = lane_byte_avx2(mins[s / 4], s % 4);
+                    let m = super::lane_byte_avx2(mins[s / 4], s % 4);
                     for c in 0..C {
                         let bsums = acts[c].sums.add(b * 16 + 2 * s);
                         let sum = _mm256_set1_epi32(*bsums + *bsums.add(1));
